@@ -1,0 +1,129 @@
+"""What one run shares: configuration, models by name, cost accounting and hooks.
+
+A :class:`Context` belongs to a team (or to the process, by default). While a role
+acts, :meth:`Context.scope` marks the running task with the context and the role's
+name, so that every LLM call made inside — however deep — is charged to the right
+budget and role. Tasks started by ``asyncio.gather`` inherit the scope.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from .cost import CostManager
+from .hooks import Hooks
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .llm.base import BaseLLM
+
+
+class Context:
+    """Configuration, the default model, named services, costs and hooks of one run."""
+
+    def __init__(
+        self,
+        *,
+        config: Config | None = None,
+        llm: BaseLLM | None = None,
+        llms: dict[str, BaseLLM] | None = None,
+        cost_manager: CostManager | None = None,
+        hooks: Hooks | None = None,
+    ):
+        self._config = config
+        self._default = llm
+        self._services: dict[str, BaseLLM] = dict(llms or {})
+        self.cost_manager = cost_manager or CostManager()
+        self.hooks = hooks or Hooks()
+        self._lock = threading.Lock()
+        self._warned_missing: set[str] = set()
+
+    @property
+    def config(self) -> Config:
+        """The configuration, read from files and the environment on first use."""
+        if self._config is None:
+            from .config import Config
+
+            self._config = Config.from_env()
+        return self._config
+
+    def set_llm(self, llm: BaseLLM) -> None:
+        self._default = llm
+
+    def add_service(self, name: str, llm: BaseLLM) -> None:
+        """Register a named model (Semantic Kernel's ``add_service`` with a service id)."""
+        self._services[name] = llm
+
+    @property
+    def services(self) -> dict[str, BaseLLM]:
+        return dict(self._services)
+
+    def llm(self, name: str | None = None) -> BaseLLM:
+        """The model called ``name``, else the default (with a warning for a missing name)."""
+        if name:
+            if name in self._services:
+                return self._services[name]
+            if name in self.config.services:
+                from .llm import create_llm
+
+                with self._lock:
+                    if name not in self._services:
+                        self._services[name] = create_llm(self.config.services[name])
+                return self._services[name]
+            if name not in self._warned_missing:
+                self._warned_missing.add(name)
+                logger.warning("no LLM service named {!r}; using the default model", name)
+        if self._default is None:
+            from .llm import create_llm
+
+            with self._lock:
+                if self._default is None:
+                    self._default = create_llm(self.config.llm)
+        return self._default
+
+    @contextmanager
+    def scope(self, role: str | None = None) -> Iterator[Scope]:
+        """Charge every LLM call made inside to this context (and ``role``)."""
+        scope = Scope(self, role)
+        token = _SCOPE.set(scope)
+        try:
+            yield scope
+        finally:
+            _SCOPE.reset(token)
+
+
+@dataclass(frozen=True)
+class Scope:
+    context: Context
+    role: str | None = None
+
+
+_SCOPE: ContextVar[Scope | None] = ContextVar("rolecast_scope", default=None)
+_DEFAULT: Context | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_context() -> Context:
+    """The process-wide context used outside any team."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = Context()
+    return _DEFAULT
+
+
+def current_scope() -> Scope:
+    """The scope of the running task, or the default context's."""
+    return _SCOPE.get() or Scope(default_context(), None)
+
+
+def current_context() -> Context:
+    return current_scope().context

@@ -1,0 +1,351 @@
+"""The one interface every model call in rolecast goes through.
+
+A provider implements :meth:`BaseLLM._complete` (and, when it can do better than the
+defaults, ``_stream`` and ``_choose_text``). The public methods — :meth:`ask`,
+:meth:`complete`, :meth:`stream`, :meth:`choose` and :meth:`structured` — live here
+once, so budget checks, usage accounting, strict choice parsing and structured-output
+re-asks are the same for every provider.
+
+Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from loguru import logger
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..cost import estimate_tokens
+from ..errors import InvalidChoice, OutputParseError, UsageError
+
+Messages = list[dict[str, Any]]
+M = TypeVar("M", bound=BaseModel)
+
+
+class LLMSettings(BaseModel):
+    """Execution settings for one call (Semantic Kernel's *execution settings*).
+
+    ``None`` means "the provider's default". ``extra`` is passed to the provider as is.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    timeout: float | None = None
+    extra: dict[str, Any] = {}
+
+    def merged(self, override: LLMSettings | dict[str, Any] | None) -> LLMSettings:
+        """These settings with every non-None value of ``override`` applied on top."""
+        if override is None:
+            return self
+        if isinstance(override, dict):
+            override = LLMSettings(**override)
+        data = self.model_dump()
+        for key, value in override.model_dump(exclude_none=True).items():
+            if key == "extra":
+                data["extra"] = {**data["extra"], **value}
+            else:
+                data[key] = value
+        return LLMSettings(**data)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class ToolCall:
+    """A native (OpenAI-style) tool call; ``arguments`` is the model's JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """One model answer: text, usage, and native tool calls if any were made."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class StructuredRequest:
+    """What a provider needs to constrain output to JSON of a schema."""
+
+    schema: dict[str, Any]
+    name: str = "output"
+
+
+def to_messages(prompt: str | Sequence[dict[str, Any]], system_msgs: Sequence[str] | None = None) -> Messages:
+    """Turn a prompt (text or chat messages) plus optional system prompts into chat messages."""
+    messages: Messages = [{"role": "system", "content": s} for s in (system_msgs or []) if s]
+    if isinstance(prompt, str):
+        messages.append({"role": "user", "content": prompt})
+    else:
+        messages.extend(dict(m) for m in prompt)
+    return messages
+
+
+def messages_text(messages: Messages) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """Cut ``text`` at the first stop sequence, as a server does."""
+    if not stop:
+        return text
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return text if cut < 0 else text[:cut]
+
+
+_CHOICE = re.compile(r"""^\s*[`'"]?\s*(-?\d+)\s*[`'"]?\s*\.?\s*$""")
+
+
+def parse_choice(text: str, n_options: int) -> int:
+    """Strictly parse a state-selection answer: one whole number in ``-1 … n_options-1``.
+
+    "3", " 3.", "`10`" parse; "stage 1 or 2", "I choose 2" and "3.5" raise
+    :class:`InvalidChoice`. Never "the first digit found" (MetaGPT's bug: "10" → 1).
+    """
+    match = _CHOICE.match(text)
+    if not match:
+        raise InvalidChoice(text, n_options)
+    value = int(match.group(1))
+    if not -1 <= value < n_options:
+        raise InvalidChoice(text, n_options)
+    return value
+
+
+def choice_schema(n_options: int) -> dict[str, Any]:
+    """JSON schema admitting exactly the valid choices, for providers with structured output."""
+    return {
+        "type": "object",
+        "properties": {"choice": {"type": "integer", "enum": list(range(-1, n_options))}},
+        "required": ["choice"],
+        "additionalProperties": False,
+    }
+
+
+class BaseLLM(ABC):
+    """Abstract model provider. Subclasses implement :meth:`_complete`.
+
+    Class attributes describe capabilities: ``supports_json_schema`` (the provider
+    can constrain output to a JSON schema), ``supports_tools`` (native tool calls),
+    ``free`` (usage is counted but costs nothing, e.g. a local model).
+    """
+
+    supports_json_schema: bool = False
+    supports_tools: bool = False
+    free: bool = False
+
+    def __init__(self, model: str, settings: LLMSettings | None = None):
+        self.model = model
+        self.settings = settings or LLMSettings()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+    # ------------------------------------------------------------ provider hooks
+    @abstractmethod
+    async def _complete(
+        self,
+        messages: Messages,
+        *,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        """Make one call. Honour ``stop``; constrain to ``structured.schema`` if able."""
+
+    async def _stream(
+        self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
+    ) -> AsyncIterator[str | Usage]:
+        """Yield text chunks, then optionally one :class:`Usage`. Default: one chunk."""
+        completion = await self._complete(messages, stop=stop, settings=settings)
+        yield completion.text
+        yield completion.usage
+
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
+        """Answer a state-selection prompt; constrained providers override this."""
+        return await self._complete(messages, stop=None, settings=settings)
+
+    # ----------------------------------------------------------------- metering
+    def _check_budget(self, messages: Messages) -> None:
+        from ..context import current_scope
+
+        scope = current_scope()
+        scope.context.cost_manager.check(
+            self.model, estimate_tokens(messages_text(messages)), role=scope.role, free=self.free
+        )
+
+    def _record(self, messages: Messages, usage: Usage, text: str) -> None:
+        from ..context import current_scope
+
+        if not usage.prompt_tokens and not usage.completion_tokens:
+            usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
+        scope = current_scope()
+        scope.context.cost_manager.record(
+            self.model, usage.prompt_tokens, usage.completion_tokens, role=scope.role, free=self.free
+        )
+
+    # --------------------------------------------------------------- public API
+    async def complete(
+        self,
+        messages: Messages,
+        *,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+        structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
+        if tools and not self.supports_tools:
+            raise UsageError(f"{self!r} does not support native tool calls")
+        self._check_budget(messages)
+        completion = await self._complete(
+            messages,
+            stop=list(stop) if stop else None,
+            settings=self.settings.merged(settings),
+            structured=structured,
+            tools=tools,
+        )
+        self._record(messages, completion.usage, completion.text)
+        return completion
+
+    async def ask(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        system_msgs: Sequence[str] | None = None,
+        *,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+    ) -> str:
+        """Ask and return the answer's text."""
+        completion = await self.complete(to_messages(prompt, system_msgs), stop=stop, settings=settings)
+        return completion.text
+
+    async def stream(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        system_msgs: Sequence[str] | None = None,
+        *,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
+        messages = to_messages(prompt, system_msgs)
+        self._check_budget(messages)
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self._stream(
+            messages, stop=list(stop) if stop else None, settings=self.settings.merged(settings)
+        ):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            elif chunk:
+                parts.append(chunk)
+                yield chunk
+        self._record(messages, usage, "".join(parts))
+
+    async def choose(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        n_options: int,
+        system_msgs: Sequence[str] | None = None,
+        *,
+        settings: LLMSettings | dict[str, Any] | None = None,
+    ) -> int:
+        """Pick one of ``n_options`` states: an int in ``-1 … n_options-1``.
+
+        Providers that constrain decoding only ever return valid answers; for the
+        others the answer is parsed strictly and anything else raises
+        :class:`~rolecast.errors.InvalidChoice` (with the raw text).
+        """
+        if n_options < 1:
+            raise UsageError("choose() needs at least one option")
+        messages = to_messages(prompt, system_msgs)
+        self._check_budget(messages)
+        completion = await self._choose_text(messages, n_options, self.settings.merged(settings))
+        self._record(messages, completion.usage, completion.text)
+        return parse_choice(completion.text, n_options)
+
+    async def structured(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        output_type: type[M],
+        system_msgs: Sequence[str] | None = None,
+        *,
+        retries: int = 2,
+        validate: Callable[[M], None] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+    ) -> M:
+        """Ask for an instance of ``output_type`` (a pydantic model).
+
+        The JSON schema goes to providers that can constrain decoding and into the
+        prompt for all. A parse or validation error — including a ``ValueError`` from
+        ``validate`` — is sent back to the model, up to ``retries`` more times; then
+        :class:`~rolecast.errors.OutputParseError` carries the last raw answer.
+        """
+        import json
+
+        schema = output_type.model_json_schema()
+        messages = to_messages(prompt, system_msgs)
+        note = "Answer with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(
+            schema, ensure_ascii=False
+        )
+        if messages and messages[-1]["role"] == "user":
+            messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{note}"}
+        else:
+            messages.append({"role": "user", "content": note})
+        request = StructuredRequest(schema=schema, name=output_type.__name__)
+        raw = ""
+        error = ""
+        for attempt in range(retries + 1):
+            completion = await self.complete(messages, settings=settings, structured=request)
+            raw = completion.text
+            try:
+                value = output_type.model_validate(_load_object(raw))
+                if validate is not None:
+                    validate(value)
+                return value
+            except (OutputParseError, ValidationError, ValueError) as exc:
+                error = str(exc)
+                logger.debug("structured output attempt {} invalid: {}", attempt + 1, error)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": raw},
+                    {
+                        "role": "user",
+                        "content": f"That answer is invalid: {error}\nAnswer again with corrected JSON only.",
+                    },
+                ]
+        raise OutputParseError(
+            f"no valid {output_type.__name__} after {retries + 1} attempts: {error}", raw=raw
+        )
+
+
+def _load_object(text: str) -> Any:
+    from ..jsonutil import extract_json
+
+    return extract_json(text, expect=dict)

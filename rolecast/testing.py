@@ -1,0 +1,188 @@
+"""Test doubles for models, shipped so that users can test their own roles and actions.
+
+* :class:`ScriptedLLM` answers from a list, in order, and fails loudly when called
+  too often (:class:`~rolecast.errors.ScriptExhausted`) or too rarely
+  (:meth:`ScriptedLLM.assert_complete`).
+* :class:`FunctionLLM` answers with ``fn(messages)`` (OpenAI chat format), sync or async.
+
+Both honour stop sequences like a real server (the answer is cut at the first one),
+count usage by a character estimate, and record every call in ``calls``. Pass either
+as ``Team(llm=...)``, ``Role(llm=...)`` or ``Action(llm=...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cost import estimate_tokens
+from .errors import ScriptExhausted
+from .llm.base import (
+    BaseLLM,
+    Completion,
+    LLMSettings,
+    Messages,
+    StructuredRequest,
+    Usage,
+    messages_text,
+    truncate_at_stop,
+)
+
+Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
+
+
+@dataclass
+class Call:
+    """One recorded call to a test double."""
+
+    messages: Messages
+    stop: list[str] | None
+    settings: LLMSettings
+    structured: StructuredRequest | None = None
+    tools: list[dict[str, Any]] | None = None
+    kind: str = "complete"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt(self) -> str:
+        """The text of the last message (usually the prompt that was asked)."""
+        return str(self.messages[-1].get("content") or "") if self.messages else ""
+
+
+class _DoubleBase(BaseLLM):
+    supports_json_schema = True
+    supports_tools = True
+
+    def __init__(self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None):
+        super().__init__(model, settings)
+        # a double with no real model name costs nothing; name a priced model to test budgets
+        self.free = model in ("scripted", "function")
+        self.delay = delay
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+
+    def _finish(self, reply: str | Completion, messages: Messages, stop: list[str] | None) -> Completion:
+        if isinstance(reply, Completion):
+            completion = reply
+            completion.text = truncate_at_stop(completion.text, stop)
+        else:
+            completion = Completion(text=truncate_at_stop(str(reply), stop))
+        if not completion.usage.prompt_tokens and not completion.usage.completion_tokens:
+            completion.usage = Usage(
+                estimate_tokens(messages_text(messages)), estimate_tokens(completion.text), estimated=True
+            )
+        completion.model = completion.model or self.model
+        return completion
+
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
+        return await self._answer(messages, None, settings, None, None, kind="choose", n_options=n_options)
+
+    async def _complete(
+        self,
+        messages: Messages,
+        *,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        return await self._answer(messages, stop, settings, structured, tools)
+
+    async def _answer(
+        self,
+        messages: Messages,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        structured: StructuredRequest | None,
+        tools: list[dict[str, Any]] | None,
+        kind: str = "complete",
+        **extra: Any,
+    ) -> Completion:
+        call = Call([dict(m) for m in messages], stop, settings, structured, tools, kind, extra)
+        with self._lock:
+            self.calls.append(call)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        reply = await self._reply(call)
+        return self._finish(reply, messages, stop)
+
+    async def _reply(self, call: Call) -> str | Completion:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class ScriptedLLM(_DoubleBase):
+    """Answers with ``replies`` in order.
+
+    A reply may be a string, a :class:`~rolecast.llm.Completion` (to script tool calls
+    or usage), an exception instance (raised, to script failures) or a callable taking
+    the messages. Calling more often than scripted raises :class:`ScriptExhausted`.
+    """
+
+    def __init__(self, replies: Iterable[Any], *, model: str = "scripted", delay: float = 0.0):
+        super().__init__(model, delay=delay)
+        self._replies = list(replies)
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self._replies) - self._next
+
+    async def _reply(self, call: Call) -> str | Completion:
+        with self._lock:
+            if self._next >= len(self._replies):
+                raise ScriptExhausted(
+                    f"ScriptedLLM has {len(self._replies)} replies but was called a "
+                    f"{len(self.calls)}th time; last prompt: {call.prompt[-300:]!r}"
+                )
+            reply = self._replies[self._next]
+            self._next += 1
+        if isinstance(reply, BaseException):
+            raise reply
+        if callable(reply):
+            reply = reply(call.messages)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        return reply
+
+    def assert_complete(self) -> None:
+        """Fail if some scripted replies were never used."""
+        if self.remaining:
+            unused = self._replies[self._next :]
+            raise AssertionError(f"ScriptedLLM: {self.remaining} scripted replies unused: {unused!r}")
+
+
+class FunctionLLM(_DoubleBase):
+    """Answers with ``fn(messages)``; ``fn`` may be async and may return a Completion.
+
+    If ``fn`` takes a second parameter it also gets the :class:`Call` (stop sequences,
+    settings, the requested schema or tools, and ``kind`` — ``"choose"`` for
+    state-selection).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., str | Completion | Awaitable[str | Completion]],
+        *,
+        model: str = "function",
+        delay: float = 0.0,
+    ):
+        super().__init__(model, delay=delay)
+        self.fn = fn
+        try:
+            params = inspect.signature(fn).parameters
+            self._wants_call = len(params) >= 2
+        except (TypeError, ValueError):
+            self._wants_call = False
+
+    async def _reply(self, call: Call) -> str | Completion:
+        result = self.fn(call.messages, call) if self._wants_call else self.fn(call.messages)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+__all__ = ["Call", "FunctionLLM", "ScriptedLLM"]
