@@ -1,0 +1,478 @@
+"""Tools: typed Python functions the model can call, grouped into plugins.
+
+* :func:`tool` turns a function (sync, async or a generator) into a :class:`Tool`.
+  Parameters are described with ``Annotated[type, "description"]`` and the docstring's
+  first paragraph describes the tool. Arguments are validated and converted to the
+  declared types (``"2130.23"`` → ``2130.23``) before the call; a wrong argument is a
+  :class:`~rolecast.errors.ToolError` with a message the model can act on.
+* :class:`Plugin` is a named group of functions (Semantic Kernel's plugin):
+  ``plugin["Add"]``; its functions are called ``Plugin.Function``.
+* :class:`FunctionRegistry` holds plugins and loose tools and finds functions by
+  ``Plugin.Function``, ``Plugin-Function`` or a unique bare name. Tools and prompt
+  functions share it and one invocation path (:meth:`KernelFunction.invoke`), which
+  runs the context's invocation hooks.
+* Renderers produce the tool manuals the seed articles show: LangChain's
+  ``name: description`` lines, Qwen's ``TOOL_DESC`` and Semantic Kernel's function manual.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from rolecast.context import Context, current_context
+from rolecast.errors import ToolError
+
+
+@dataclass
+class ToolParameter:
+    """One input of a function: name, description, type, default, required."""
+
+    name: str
+    description: str = ""
+    annotation: Any = str
+    default: Any = None
+    required: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        from pydantic import TypeAdapter
+
+        try:
+            s = TypeAdapter(self.annotation).json_schema()
+        except Exception:  # an exotic annotation: describe it as free text
+            s = {"type": "string"}
+        if self.description:
+            s["description"] = self.description
+        if not self.required and self.default is not None:
+            try:
+                json.dumps(self.default)
+                s["default"] = self.default
+            except TypeError:
+                pass
+        return s
+
+
+class KernelFunction:
+    """What tools and prompt functions have in common: a name, a manual, one way to call.
+
+    Subclasses implement :meth:`_call` with already-validated arguments.
+    """
+
+    kind = "tool"
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        parameters: list[ToolParameter] | None = None,
+        *,
+        plugin_name: str | None = None,
+        return_direct: bool = False,
+        human_name: str | None = None,
+    ):
+        self.name = name
+        self.description = description
+        self.parameters = list(parameters or [])
+        self.plugin_name = plugin_name
+        self.return_direct = return_direct
+        self.human_name = human_name or name.replace("_", " ").title()
+        fields: dict[str, Any] = {
+            p.name: (p.annotation, ... if p.required else p.default) for p in self.parameters
+        }
+        self._args_model: type[BaseModel] = create_model(
+            f"{name}_args", __config__=ConfigDict(extra="ignore"), **fields
+        )
+
+    # ---------------------------------------------------------------- identity
+    @property
+    def full_name(self) -> str:
+        """``Plugin.Function`` (or the bare name for a tool outside any plugin)."""
+        return f"{self.plugin_name}.{self.name}" if self.plugin_name else self.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.full_name!r})"
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The parameters as a JSON schema object."""
+        return {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in self.parameters},
+            "required": [p.name for p in self.parameters if p.required],
+        }
+
+    def openai_schema(self, separator: str = "-") -> dict[str, Any]:
+        """The OpenAI ``tools=[...]`` entry (names may not contain dots there)."""
+        name = self.full_name.replace(".", separator)
+        return {
+            "type": "function",
+            "function": {"name": name, "description": self.description, "parameters": self.json_schema},
+        }
+
+    # ---------------------------------------------------------------- calling
+    def parse_arguments(self, arguments: Any) -> dict[str, Any]:
+        """Validate and convert raw arguments (a dict, JSON text, or one bare value).
+
+        Raises :class:`ToolError` naming what is wrong, in words a model can act on.
+        """
+        if arguments is None or arguments == "":
+            arguments = {}
+        if isinstance(arguments, str):
+            text = arguments.strip()
+            parsed: Any = None
+            if text[:1] in "{[":
+                from rolecast.jsonutil import loads_lenient
+
+                try:
+                    parsed = loads_lenient(text)
+                except ValueError:
+                    parsed = None
+            if isinstance(parsed, dict):
+                arguments = parsed
+            elif len(self.parameters) >= 1 and sum(p.required for p in self.parameters) <= 1:
+                # a single-input tool called with a bare value (LangChain style)
+                target = next((p for p in self.parameters if p.required), self.parameters[0])
+                arguments = {target.name: text}
+            else:
+                raise ToolError(
+                    f"{self.full_name} expects a JSON object with "
+                    f"{', '.join(p.name for p in self.parameters)}; got {arguments!r}"
+                )
+        if not isinstance(arguments, dict):
+            if len(self.parameters) == 1:
+                arguments = {self.parameters[0].name: arguments}
+            else:
+                raise ToolError(f"{self.full_name} expects a JSON object of arguments, got {arguments!r}")
+        unknown = set(arguments) - {p.name for p in self.parameters}
+        if unknown and not self._accepts_extra():
+            raise ToolError(
+                f"{self.full_name} got unknown argument(s) {sorted(unknown)}; "
+                f"it takes {[p.name for p in self.parameters]}"
+            )
+        try:
+            model = self._args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.full_name}: {problems}") from exc
+        values = {p.name: getattr(model, p.name) for p in self.parameters}
+        if self._accepts_extra():
+            values.update({k: v for k, v in arguments.items() if k in unknown})
+        return values
+
+    def _accepts_extra(self) -> bool:
+        return False
+
+    async def invoke(self, arguments: Any = None, *, context: Context | None = None, **kwargs: Any) -> Any:
+        """Validate ``arguments`` (plus ``kwargs``) and call, through the context's hooks."""
+        if kwargs:
+            arguments = {**(arguments if isinstance(arguments, dict) else {}), **kwargs}
+        values = self.parse_arguments(arguments)
+        ctx = context or current_context()
+
+        async def call(args: dict[str, Any]) -> Any:
+            return await self._call(args, ctx)
+
+        return await ctx.hooks.invoke(self.kind, self.full_name, values, call, function=self)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            names = [p.name for p in self.parameters]
+            kwargs.update(dict(zip(names, args)))
+        return await self.invoke(kwargs)
+
+    async def _call(self, arguments: dict[str, Any], context: Context) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, str]:
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        description = next((m for m in meta if isinstance(m, str)), "")
+        return base, description
+    return annotation, ""
+
+
+def _doc_summary(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+async def _collect(result: Any) -> Any:
+    """Await awaitables and drain generators (Semantic Kernel allows all three)."""
+    if inspect.isawaitable(result):
+        result = await result
+    if inspect.isasyncgen(result):
+        items = [item async for item in result]
+        return "".join(items) if all(isinstance(i, str) for i in items) else items
+    if inspect.isgenerator(result):
+        items = list(result)
+        return "".join(items) if all(isinstance(i, str) for i in items) else items
+    return result
+
+
+class Tool(KernelFunction):
+    """A Python callable as a tool. Build one with :func:`tool` or ``Tool.from_function``."""
+
+    def __init__(self, fn: Callable[..., Any], **kwargs: Any):
+        self.fn = fn
+        super().__init__(**kwargs)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        plugin_name: str | None = None,
+        return_direct: bool = False,
+        human_name: str | None = None,
+    ) -> Tool:
+        signature = inspect.signature(fn)
+        try:
+            hints = get_type_hints(fn, include_extras=True)
+        except (NameError, TypeError):
+            hints = {}
+        params: list[ToolParameter] = []
+        for pname, p in signature.parameters.items():
+            if pname in ("self", "cls") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            annotation = hints.get(pname, p.annotation)
+            if annotation is inspect.Parameter.empty:
+                annotation = Any
+            base, pdesc = _split_annotated(annotation)
+            required = p.default is inspect.Parameter.empty
+            params.append(
+                ToolParameter(pname, pdesc, base, None if required else p.default, required)
+            )
+        return cls(
+            fn,
+            name=name or getattr(fn, "__name__", "tool"),
+            description=description if description is not None else _doc_summary(fn),
+            parameters=params,
+            plugin_name=plugin_name,
+            return_direct=return_direct,
+            human_name=human_name,
+        )
+
+    async def _call(self, arguments: dict[str, Any], context: Context) -> Any:
+        return await _collect(self.fn(**arguments))
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Tool:
+        # ``@tool`` on a method: reading it from an instance gives a bound tool
+        return self if instance is None else self.bind_to(instance)
+
+    def bind_to(self, instance: Any, plugin_name: str | None = None) -> Tool:
+        """A copy whose function is bound to ``instance`` (methods of a plugin class)."""
+        bound = Tool(
+            self.fn.__get__(instance, type(instance)),
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            plugin_name=plugin_name or self.plugin_name,
+            return_direct=self.return_direct,
+            human_name=self.human_name,
+        )
+        return bound
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    plugin_name: str | None = None,
+    return_direct: bool = False,
+    human_name: str | None = None,
+) -> Any:
+    """Decorator: make a :class:`Tool` of a typed function (``@tool`` or ``@tool(name=...)``).
+
+    On a method of a plugin class, the method stays a method; :meth:`Plugin.from_object`
+    collects it, bound to the instance.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            plugin_name=plugin_name,
+            return_direct=return_direct,
+            human_name=human_name,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+# Semantic Kernel's spelling
+kernel_function = tool
+
+
+class Plugin:
+    """A named group of functions: ``plugin["Add"]``, ``"Add" in plugin``, iteration."""
+
+    def __init__(self, name: str, functions: Iterable[KernelFunction] = (), description: str = ""):
+        self.name = name
+        self.description = description
+        self.functions: dict[str, KernelFunction] = {}
+        for f in functions:
+            self.add(f)
+
+    def add(self, function: KernelFunction) -> KernelFunction:
+        function.plugin_name = self.name
+        self.functions[function.name] = function
+        return function
+
+    @classmethod
+    def from_object(cls, obj: Any, name: str | None = None, description: str = "") -> Plugin:
+        """Collect the ``@tool`` methods (or tools) of an object or class into a plugin."""
+        plugin_name = name or (obj.__name__ if isinstance(obj, type) else type(obj).__name__)
+        instance = obj() if isinstance(obj, type) else obj
+        plugin = cls(plugin_name, description=description or _doc_summary(type(instance)))
+        for attr in dir(type(instance)):
+            member = getattr(type(instance), attr, None)
+            if isinstance(member, Tool):
+                plugin.add(member.bind_to(instance, plugin_name))
+        return plugin
+
+    def __getitem__(self, name: str) -> KernelFunction:
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise ToolError(f"plugin {self.name!r} has no function {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.functions
+
+    def __iter__(self) -> Iterator[KernelFunction]:
+        return iter(self.functions.values())
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.name!r}, {list(self.functions)})"
+
+
+@dataclass
+class FunctionRegistry:
+    """Plugins and loose tools, found by ``Plugin.Function``, ``Plugin-Function`` or bare name."""
+
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+    loose: dict[str, KernelFunction] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, *items: Any) -> FunctionRegistry:
+        """A registry from plugins, tools, plugin objects, or lists of those."""
+        registry = cls()
+        for item in items:
+            registry.add(item)
+        return registry
+
+    def add(self, item: Any, name: str | None = None) -> None:
+        if isinstance(item, FunctionRegistry):
+            self.plugins.update(item.plugins)
+            self.loose.update(item.loose)
+        elif isinstance(item, Plugin):
+            self.plugins[name or item.name] = item
+        elif isinstance(item, KernelFunction):
+            if item.plugin_name:
+                self.plugins.setdefault(item.plugin_name, Plugin(item.plugin_name)).add(item)
+            else:
+                self.loose[item.name] = item
+        elif isinstance(item, (list, tuple)):
+            for sub in item:
+                self.add(sub)
+        elif callable(item) and not isinstance(item, type):
+            self.add(Tool.from_function(item))
+        else:
+            self.plugins[name or type(item).__name__] = Plugin.from_object(item, name)
+
+    add_plugin = add
+
+    def functions(self) -> list[KernelFunction]:
+        out = list(self.loose.values())
+        for plugin in self.plugins.values():
+            out.extend(plugin)
+        return out
+
+    def __iter__(self) -> Iterator[KernelFunction]:
+        return iter(self.functions())
+
+    def __len__(self) -> int:
+        return len(self.loose) + sum(len(p) for p in self.plugins.values())
+
+    def find(self, name: str) -> KernelFunction | None:
+        """The function called ``name`` (``Plugin.Fn``, ``Plugin-Fn``, ``Plugin_Fn`` or ``Fn``)."""
+        name = name.strip().strip("`'\"")
+        if name in self.loose:
+            return self.loose[name]
+        for sep in (".", "-"):
+            if sep in name:
+                plugin_name, _, fn_name = name.partition(sep)
+                plugin = self.plugins.get(plugin_name)
+                if plugin is not None and fn_name in plugin:
+                    return plugin[fn_name]
+        matches = [f for f in self.functions() if f.name == name or f.full_name.replace(".", "_") == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def get(self, name: str) -> KernelFunction:
+        """Like :meth:`find`, but an unknown name raises :class:`ToolError` listing the known ones."""
+        found = self.find(name)
+        if found is None:
+            known = ", ".join(f.full_name for f in self.functions()) or "none"
+            raise ToolError(f"unknown function {name!r}; available: {known}")
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+
+# -------------------------------------------------------------------- renderers
+QWEN_TOOL_DESC = (
+    "{name_for_model}: Call this tool to interact with the {name_for_human} API. "
+    "What is the {name_for_human} API useful for? {description_for_model} "
+    "Parameters: {parameters} Format the arguments as a JSON object."
+)
+
+
+def render_langchain(functions: Iterable[KernelFunction]) -> str:
+    """LangChain's zero-shot tool lines: ``name: description``."""
+    return "\n".join(f"{f.full_name}: {f.description}" for f in functions)
+
+
+def render_qwen(functions: Iterable[KernelFunction]) -> str:
+    """Qwen's ``TOOL_DESC`` blocks, one per tool, separated by blank lines."""
+    blocks = []
+    for f in functions:
+        params = [
+            {"name": p.name, "description": p.description, "required": p.required, "schema": p.schema()}
+            for p in f.parameters
+        ]
+        blocks.append(
+            QWEN_TOOL_DESC.format(
+                name_for_model=f.full_name,
+                name_for_human=f.human_name,
+                description_for_model=f.description,
+                parameters=json.dumps(params, ensure_ascii=False),
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def render_sk_manual(functions: Iterable[KernelFunction]) -> str:
+    """Semantic Kernel's function manual (``Plugin.Function:`` / description / inputs)."""
+    blocks = []
+    for f in functions:
+        lines = [f"{f.full_name}:", f"  description: {f.description}", "  inputs:"]
+        for p in f.parameters:
+            lines.append(f"    - {p.name}: {p.description}".rstrip())
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

@@ -1,0 +1,27 @@
+"""Messages and memory: what is said on the bus and what each role remembers."""
+
+from loguru import logger
+
+from .memory import Memory
+from .message import (
+    MESSAGE_ROUTE_TO_ALL,
+    AIMessage,
+    Message,
+    SystemMessage,
+    UserMessage,
+    any_to_str,
+    any_to_str_set,
+)
+
+logger.disable("memory")
+
+__all__ = [
+    "MESSAGE_ROUTE_TO_ALL",
+    "AIMessage",
+    "Memory",
+    "Message",
+    "SystemMessage",
+    "UserMessage",
+    "any_to_str",
+    "any_to_str_set",
+]

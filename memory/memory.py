@@ -1,0 +1,113 @@
+"""Memory: the messages a role has seen, indexed so that lookups do not scan."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from .message import Message, any_to_str
+
+
+class Memory(BaseModel):
+    """An ordered store of messages, indexed by ``cause_by`` and by id.
+
+    Adding a message that is already stored (same id) does nothing, so a message
+    is never remembered twice however many paths deliver it.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    storage: list[Message] = []
+    _index: dict[str, list[Message]] = PrivateAttr(default_factory=lambda: defaultdict(list))
+    _ids: set[str] = PrivateAttr(default_factory=set)
+
+    def model_post_init(self, __context: Any) -> None:
+        stored, self.storage = self.storage, []
+        self.add_batch(stored)
+
+    # ------------------------------------------------------------------ writing
+    def add(self, message: Message) -> None:
+        if message.id in self._ids:
+            return
+        self._ids.add(message.id)
+        self.storage.append(message)
+        if message.cause_by:
+            self._index[message.cause_by].append(message)
+
+    def add_batch(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self.add(message)
+
+    def delete(self, message: Message) -> None:
+        """Forget one message (no error if it is not stored)."""
+        if message.id not in self._ids:
+            return
+        self._ids.discard(message.id)
+        self.storage = [m for m in self.storage if m.id != message.id]
+        bucket = self._index.get(message.cause_by)
+        if bucket is not None:
+            bucket[:] = [m for m in bucket if m.id != message.id]
+            if not bucket:
+                del self._index[message.cause_by]
+
+    def delete_newest(self) -> Message | None:
+        """Forget and return the newest message (None when empty)."""
+        if not self.storage:
+            return None
+        newest = self.storage.pop()
+        self._ids.discard(newest.id)
+        bucket = self._index.get(newest.cause_by)
+        if bucket:
+            bucket.pop()  # the newest of its cause is last in its bucket too
+            if not bucket:
+                del self._index[newest.cause_by]
+        return newest
+
+    def clear(self) -> None:
+        self.storage = []
+        self._index.clear()
+        self._ids.clear()
+
+    # ------------------------------------------------------------------ reading
+    def count(self) -> int:
+        return len(self.storage)
+
+    def __len__(self) -> int:
+        return len(self.storage)
+
+    def __contains__(self, message: object) -> bool:
+        return isinstance(message, Message) and message.id in self._ids
+
+    def get(self, k: int = 0) -> list[Message]:
+        """The last ``k`` messages, oldest first; ``k=0`` means all."""
+        return self.storage[-k:] if k > 0 else list(self.storage)
+
+    def get_by_action(self, action: Any) -> list[Message]:
+        """Messages caused by an action (class, instance or its string)."""
+        return list(self._index.get(any_to_str(action), ()))
+
+    def get_by_actions(self, actions: Iterable[Any]) -> list[Message]:
+        """Messages caused by any of ``actions``, in the order they were stored."""
+        keys = {any_to_str(a) for a in actions}
+        if len(keys) == 1:
+            return self.get_by_action(next(iter(keys)))
+        return [m for m in self.storage if m.cause_by in keys]
+
+    def get_by_role(self, role: str) -> list[Message]:
+        return [m for m in self.storage if m.role == role]
+
+    def get_by_content(self, content: str) -> list[Message]:
+        """Messages whose content contains ``content``."""
+        return [m for m in self.storage if content in m.content]
+
+    def find_news(self, observed: Iterable[Message], k: int = 0) -> list[Message]:
+        """Those of ``observed`` not among the last ``k`` stored messages (all, for k=0)."""
+        known = self._ids if k <= 0 else {m.id for m in self.storage[-k:]}
+        return [m for m in observed if m.id not in known]
+
+    def try_remember(self, keyword: str) -> list[Message]:
+        """MetaGPT's name for :meth:`get_by_content`."""
+        return self.get_by_content(keyword)

@@ -1,0 +1,351 @@
+"""The OpenAI-compatible provider: OpenAI, Azure, vLLM, Ollama, a llama.cpp server, DeepSeek …
+
+``openai`` is imported on first use, never when rolecast is imported (it costs ~0.45 s).
+The SDK's own retries are off; transient failures (connection errors, timeouts, HTTP
+429 and 5xx) are retried here with tenacity — exponential backoff with jitter — and
+then mapped to the rolecast error tree (:class:`~rolecast.errors.LLMConnectionError`,
+:class:`~rolecast.errors.LLMTimeoutError`, :class:`~rolecast.errors.LLMRateLimitError`,
+:class:`~rolecast.errors.LLMAPIError`), always chaining the SDK's exception.
+
+Servers differ in what they accept. Two optional request fields are learned per
+instance: ``response_format`` with a JSON schema (see ``LLMConfig.structured_outputs``)
+and ``stream_options`` (usage in the last stream chunk). When a server answers 400 to
+a request carrying one of them, the request is sent again without it and, if that
+works, the field is not sent again by this instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from ..errors import (
+    ConfigError,
+    LLMAPIError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+)
+from .base import (
+    BaseLLM,
+    Completion,
+    LLMSettings,
+    Messages,
+    StructuredRequest,
+    ToolCall,
+    Usage,
+    choice_schema,
+    truncate_at_stop,
+)
+
+if TYPE_CHECKING:
+    from ..config import LLMConfig
+
+DEFAULT_MODEL = "gpt-4o-mini"
+# Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
+PLACEHOLDER_API_KEY = "sk-no-key-required"
+# Status codes with which a server says "I do not understand this request field".
+_REJECTS_FIELD = (400, 422)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Connection errors, timeouts, 429 and 5xx are worth another try; nothing else is."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def _map_error(exc: Exception, attempts: int) -> LLMError:
+    """The rolecast error for an SDK exception (the caller chains it with ``from``)."""
+    import openai
+
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMTimeoutError(f"the model server did not answer in time{tries}")
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMConnectionError(f"could not reach the model server{tries}: {exc}")
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return LLMRateLimitError(f"rate limited (HTTP 429){tries}: {exc.message}")
+        return LLMAPIError(
+            f"the model server answered HTTP {exc.status_code}: {exc.message}",
+            status_code=exc.status_code,
+            body=exc.body,
+        )
+    status = getattr(exc, "status_code", None)
+    return LLMAPIError(f"the model server's answer could not be used: {exc}", status_code=status)
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    return Usage(int(raw.prompt_tokens or 0), int(raw.completion_tokens or 0))
+
+
+class OpenAILLM(BaseLLM):
+    """A model behind an OpenAI-compatible chat-completions API.
+
+    ``retry_initial``, ``retry_max`` and ``retry_jitter`` (seconds) shape the backoff
+    between attempts; tests make them tiny. ``max_retries`` is the number of retries
+    after the first attempt.
+    """
+
+    supports_json_schema = True
+    supports_tools = True
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        structured_outputs: bool | None = None,
+        settings: LLMSettings | None = None,
+        retry_initial: float = 0.5,
+        retry_max: float = 8.0,
+        retry_jitter: float = 0.5,
+    ):
+        super().__init__(model, settings)
+        if api_key is None and not base_url:
+            raise ConfigError(
+                "the OpenAI provider needs an API key: set OPENAI_API_KEY (or llm.api_key), "
+                "or a base_url pointing to a local OpenAI-compatible server"
+            )
+        self.api_key = api_key or PLACEHOLDER_API_KEY
+        self.base_url = base_url
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.retry_initial = retry_initial
+        self.retry_max = retry_max
+        self.retry_jitter = retry_jitter
+        # True = always send response_format, False = never, None = try and learn.
+        self.structured_outputs = structured_outputs
+        self.supports_json_schema = structured_outputs is not False
+        self._stream_usage: bool | None = None  # same three states, for stream_options
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> OpenAILLM:
+        """Build from an :class:`~rolecast.config.LLMConfig`; ``kwargs`` override it."""
+        params: dict[str, Any] = {
+            "model": cfg.model or DEFAULT_MODEL,
+            "api_key": cfg.api_key.get_secret_value() if cfg.api_key is not None else None,
+            "base_url": cfg.base_url,
+            "timeout": cfg.timeout,
+            "max_retries": cfg.max_retries,
+            "structured_outputs": cfg.structured_outputs,
+            "settings": LLMSettings(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed),
+        }
+        params.update(kwargs)
+        return cls(**params)
+
+    # ------------------------------------------------------------------ plumbing
+    def _get_client(self) -> Any:
+        """The SDK client for the running loop (a pooled connection must not cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of this instance (optional; they are closed at exit too)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+            self._client_loop = None
+
+    def _params(
+        self,
+        messages: Messages,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        for name in ("temperature", "max_tokens", "top_p", "seed"):
+            value = getattr(settings, name)
+            if value is not None:
+                params[name] = value
+        if stop:
+            params["stop"] = stop
+        if tools:
+            params["tools"] = tools
+        if settings.timeout is not None:
+            params["timeout"] = settings.timeout
+        if settings.extra:
+            # unknown to us, maybe known to the server (tool_choice, top_k, repetition_penalty …)
+            params["extra_body"] = dict(settings.extra)
+        return params
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        """One request, retried on transient errors, SDK errors mapped to rolecast errors."""
+        import openai
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        client = self._get_client()
+        attempts = 0
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_is_transient),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential_jitter(initial=self.retry_initial, max=self.retry_max, jitter=self.retry_jitter),
+            before_sleep=lambda state: logger.debug(
+                "{}: attempt {} failed ({}); retrying", self, state.attempt_number,
+                state.outcome.exception() if state.outcome else None,
+            ),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    return await client.chat.completions.create(**params)
+        except openai.OpenAIError as exc:
+            raise _map_error(exc, attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+
+    async def _create_learning(self, params: dict[str, Any], field: str, state_attr: str) -> Any:
+        """Send ``params``; if ``field`` in it gets a 400 and its support is unknown, learn and resend."""
+        try:
+            result = await self._create(params)
+        except LLMAPIError as exc:
+            if field not in params or getattr(self, state_attr) is not None:
+                raise
+            if exc.status_code not in _REJECTS_FIELD:
+                raise
+            logger.info("{}: the server rejected {} (HTTP {}); retrying without it", self, field,
+                        exc.status_code)
+            retry = {k: v for k, v in params.items() if k != field}
+            result = await self._create(retry)
+            setattr(self, state_attr, False)  # only now: the field, not the request, was the problem
+            if field == "response_format":
+                self.supports_json_schema = False
+            return result
+        if field in params and getattr(self, state_attr) is None:
+            setattr(self, state_attr, True)
+        return result
+
+    def _schema_format(self, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+        if self.structured_outputs is False:
+            return None
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": _schema_name(name), "schema": schema, "strict": False},
+        }
+
+    @staticmethod
+    def _completion(response: Any, stop: list[str] | None) -> Completion:
+        if not response.choices:
+            raise LLMAPIError("the model server returned no choices", body=None)
+        choice = response.choices[0]
+        message = choice.message
+        calls: list[ToolCall] = []
+        for tc in message.tool_calls or []:
+            function = getattr(tc, "function", None)
+            if function is not None:
+                calls.append(ToolCall(id=tc.id, name=function.name, arguments=function.arguments or ""))
+        return Completion(
+            # a server that ignores `stop` must not leak text past it
+            text=truncate_at_stop(message.content or "", stop),
+            usage=_usage(response.usage),
+            model=response.model or "",
+            finish_reason=choice.finish_reason,
+            tool_calls=calls,
+        )
+
+    # ------------------------------------------------------------ provider hooks
+    async def _complete(
+        self,
+        messages: Messages,
+        *,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        params = self._params(messages, stop, settings, tools)
+        if structured is not None:
+            fmt = self._schema_format(structured.schema, structured.name)
+            if fmt is not None:
+                params["response_format"] = fmt
+        response = await self._create_learning(params, "response_format", "structured_outputs")
+        return self._completion(response, stop)
+
+    async def _stream(
+        self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
+    ) -> AsyncIterator[str | Usage]:
+        import openai
+
+        params = self._params(messages, stop, settings)
+        params["stream"] = True
+        if self._stream_usage is not False:
+            params["stream_options"] = {"include_usage": True}
+        stream = await self._create_learning(params, "stream_options", "_stream_usage")
+        usage: Usage | None = None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices or []:
+                    if choice.index == 0 and choice.delta is not None and choice.delta.content:
+                        yield choice.delta.content
+        except openai.OpenAIError as exc:
+            # mid-stream failures are not retried: part of the answer is already out
+            raise _map_error(exc, 1) from exc
+        finally:
+            await stream.close()
+        if usage is not None:
+            yield usage
+
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
+        """Ask for ``{"choice": k}`` with k in a JSON-schema enum where the server supports it.
+
+        The returned text is the bare number, so the base class's strict parse applies
+        either way; without structured outputs it is the model's plain answer.
+        """
+        if self.structured_outputs is False:
+            return await self._complete(messages, stop=None, settings=settings)
+        completion = await self._complete(
+            messages, stop=None, settings=settings,
+            structured=StructuredRequest(schema=choice_schema(n_options), name="choice"),
+        )
+        completion.text = _choice_from_json(completion.text)
+        return completion
+
+
+def _choice_from_json(text: str) -> str:
+    """``{"choice": 3}`` → ``"3"``; anything else is returned as is for strict parsing."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, dict):
+        value = value.get("choice")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return text
+
+
+def _schema_name(name: str) -> str:
+    """OpenAI wants ``^[a-zA-Z0-9_-]{1,64}$`` as a schema name."""
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64]
+    return cleaned or "output"
+
+
+__all__ = ["DEFAULT_MODEL", "OpenAILLM"]
