@@ -197,14 +197,22 @@ class OpenAILLM(BaseLLM):
     async def _create(self, params: dict[str, Any]) -> Any:
         """One request, retried on transient errors, SDK errors mapped to rolecast errors."""
         import openai
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+        from tenacity import (
+            AsyncRetrying,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_exponential,
+            wait_random,
+        )
 
         client = self._get_client()
         attempts = 0
         retrying = AsyncRetrying(
             retry=retry_if_exception(_is_transient),
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait_exponential_jitter(initial=self.retry_initial, max=self.retry_max, jitter=self.retry_jitter),
+            # exponential backoff plus random jitter, spelled portably across tenacity 8 and 9
+            wait=wait_exponential(multiplier=self.retry_initial, max=self.retry_max)
+            + wait_random(0, self.retry_jitter),
             before_sleep=lambda state: logger.debug(
                 "{}: attempt {} failed ({}); retrying", self, state.attempt_number,
                 state.outcome.exception() if state.outcome else None,
