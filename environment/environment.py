@@ -1,0 +1,123 @@
+"""Environment: the message bus the roles of a team publish to, and the round runner."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from loguru import logger
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
+from rolecast.context import Context
+from rolecast.errors import BudgetExceeded, RolecastError, UsageError
+from roles import Role
+
+
+class Environment(BaseModel):
+    """Holds roles and routes messages between them.
+
+    Routing is an index lookup: ``send_to`` names (a role's name, profile or class
+    path) map straight to the roles; ``"<all>"`` reaches every role. The sender never
+    receives its own message. Each role filters what it receives by what it watches
+    (see :meth:`roles.Role._observe`).
+
+    ``on_error``: ``"stop"`` (default) re-raises the first failure of a round after
+    every role has finished its turn; ``"continue"`` records failures in ``errors``
+    and goes on. :class:`~rolecast.errors.BudgetExceeded` always stops.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    desc: str = ""
+    roles: dict[str, Role] = Field(default_factory=dict)
+    history: Memory = Field(default_factory=Memory)
+    context: Context = Field(default_factory=Context, exclude=True)
+    on_error: Literal["stop", "continue"] = "stop"
+    errors: list[RolecastError] = Field(default_factory=list, exclude=True)
+
+    _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
+
+    # ---------------------------------------------------------------- roles
+    def add_role(self, role: Role) -> None:
+        if role.name in self.roles and self.roles[role.name] is not role:
+            raise UsageError(f"a role named {role.name!r} is already in this environment")
+        self.roles[role.name] = role
+        role.set_env(self)
+        self.set_addresses(role, role.addresses)
+
+    def add_roles(self, roles: Iterable[Role]) -> None:
+        for role in roles:
+            self.add_role(role)
+
+    def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
+        """(Re)index the names a role answers to."""
+        for members in self._by_address.values():
+            if role in members:
+                members.remove(role)
+        for address in addresses:
+            self._by_address.setdefault(address, []).append(role)
+
+    def get_role(self, name: str) -> Role | None:
+        return self.roles.get(name)
+
+    def get_roles(self) -> dict[str, Role]:
+        return dict(self.roles)
+
+    def role_names(self) -> list[str]:
+        return list(self.roles)
+
+    # ------------------------------------------------------------ messaging
+    def publish_message(self, message: Message, peekable: bool = True) -> bool:
+        """Record the message in ``history`` and deliver it to every addressed role."""
+        self.history.add(message)
+        if MESSAGE_ROUTE_TO_ALL in message.send_to:
+            targets: Iterable[Role] = self.roles.values()
+        else:
+            found: dict[int, Role] = {}
+            for address in message.send_to:
+                for role in self._by_address.get(address, ()):
+                    found[id(role)] = role
+            targets = found.values()
+            if not found:
+                logger.warning("message {} is addressed to {} but no role has that name", message.id,
+                               sorted(message.send_to))
+        sender = message.sent_from
+        for role in targets:
+            if role.name != sender:
+                role.put_message(message)
+        return True
+
+    @property
+    def is_idle(self) -> bool:
+        """True when no role has anything to read or do."""
+        return all(role.is_idle for role in self.roles.values())
+
+    # ------------------------------------------------------------------ run
+    async def run(self, k: int = 1) -> None:
+        """Run ``k`` rounds; in each, every role with news takes its turn concurrently."""
+        for _ in range(k):
+            active = [role for role in self.roles.values() if not role.is_idle]
+            if not active:
+                return
+            results = await asyncio.gather(*(role.run() for role in active), return_exceptions=True)
+            self._handle_failures(active, results)
+
+    def _handle_failures(self, active: list[Role], results: list[Any]) -> None:
+        failures: list[BaseException] = [r for r in results if isinstance(r, BaseException)]
+        if not failures:
+            return
+        for failure in failures:
+            if not isinstance(failure, Exception):  # CancelledError, KeyboardInterrupt
+                raise failure
+        for failure in failures:
+            if isinstance(failure, BudgetExceeded):
+                raise failure
+        if self.on_error == "stop":
+            raise failures[0]
+        for role, result in zip(active, results):
+            if isinstance(result, BaseException):
+                error = result if isinstance(result, RolecastError) else RolecastError(str(result))
+                self.errors.append(error)
+                logger.error("{} failed this round and the team goes on: {}", role, result)
