@@ -101,7 +101,14 @@ class Environment(BaseModel):
             active = [role for role in self.roles.values() if not role.is_idle]
             if not active:
                 return
-            results = await asyncio.gather(*(role.run() for role in active), return_exceptions=True)
+            everyone = list(self.roles.values())
+            for role in everyone:
+                role.rc.msg_buffer.seal()
+            try:
+                results = await asyncio.gather(*(role.run() for role in active), return_exceptions=True)
+            finally:
+                for role in everyone:
+                    role.rc.msg_buffer.unseal()
             self._handle_failures(active, results)
 
     def _handle_failures(self, active: list[Role], results: list[Any]) -> None:

@@ -63,24 +63,42 @@ class RoleReactMode(str, Enum):
 
 
 class MessageQueue:
-    """A role's inbox. Messages published while the role acts wait here for its next turn."""
+    """A role's inbox.
+
+    While the environment runs a round the inbox is *sealed*: messages published
+    during the round are held back and become readable at the next round, so what a
+    role sees never depends on which role the scheduler happened to run first.
+    """
 
     def __init__(self) -> None:
         self._queue: deque[Message] = deque()
+        self._held: deque[Message] = deque()
+        self._sealed = False
 
     def push(self, message: Message) -> None:
-        self._queue.append(message)
+        (self._held if self._sealed else self._queue).append(message)
 
     def pop_all(self) -> list[Message]:
         items = list(self._queue)
         self._queue.clear()
         return items
 
+    def seal(self) -> None:
+        """Hold back messages pushed from now on (the start of a round)."""
+        self._sealed = True
+
+    def unseal(self) -> None:
+        """Release held messages for the next round."""
+        self._sealed = False
+        if self._held:
+            self._queue.extend(self._held)
+            self._held.clear()
+
     def empty(self) -> bool:
-        return not self._queue
+        return not self._queue and not self._held
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._held)
 
 
 class RoleContext(BaseModel):

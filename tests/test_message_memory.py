@@ -1,0 +1,131 @@
+"""Message normalisation and serialisation; Memory's index, dedup and lookups."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from actions import Action, UserRequirement
+from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message, any_to_str
+
+
+class WriteCode(Action):
+    pass
+
+
+class Review(BaseModel):
+    score: int
+    notes: list[str]
+
+
+def test_cause_by_accepts_class_instance_or_string_and_stores_a_stable_string():
+    by_class = Message("x", cause_by=WriteCode)
+    by_instance = Message("x", cause_by=WriteCode())
+    by_string = Message("x", cause_by=any_to_str(WriteCode))
+    assert by_class.cause_by == by_instance.cause_by == by_string.cause_by == f"{__name__}.WriteCode"
+
+
+def test_cause_by_assignment_is_normalised_too():
+    m = Message("x")
+    m.cause_by = UserRequirement
+    assert m.cause_by == "actions.action.UserRequirement"
+
+
+def test_send_to_defaults_to_everyone_and_accepts_one_or_many_names():
+    assert Message("x").send_to == {MESSAGE_ROUTE_TO_ALL}
+    assert Message("x", send_to="Bob").send_to == {"Bob"}
+    assert Message("x", send_to=["Bob", "Alice"]).send_to == {"Bob", "Alice"}
+    assert Message("x", send_to="").send_to == {MESSAGE_ROUTE_TO_ALL}
+
+
+def test_message_round_trips_through_json_with_instruct_content():
+    original = Message(
+        "review done",
+        instruct_content=Review(score=4, notes=["ok"]),
+        role="Reviewer",
+        cause_by=WriteCode,
+        sent_from="Carol",
+        send_to={"Alice", "Bob"},
+        metadata={"round": 2},
+    )
+    restored = Message.from_json(original.to_json())
+    assert restored == original
+    assert restored.content == "review done"
+    assert isinstance(restored.instruct_content, Review)
+    assert restored.instruct_content.notes == ["ok"]
+    assert restored.send_to == {"Alice", "Bob"}
+    assert restored.metadata == {"round": 2}
+    assert restored.cause_by == original.cause_by
+
+
+def test_instruct_content_of_an_unimportable_class_still_loads_its_values():
+    data = Message("x", instruct_content=Review(score=1, notes=[])).model_dump(mode="json")
+    data["instruct_content"]["class"] = "nowhere.Gone"
+    restored = Message.model_validate(data)
+    assert restored.instruct_content is not None
+    assert restored.instruct_content.model_dump() == {"score": 1, "notes": []}
+
+
+def test_memory_never_stores_the_same_message_twice():
+    mem = Memory()
+    m = Message("hello", cause_by=WriteCode)
+    mem.add(m)
+    mem.add(m)
+    mem.add_batch([m, Message.from_json(m.to_json())])
+    assert mem.count() == 1
+    assert mem.get_by_action(WriteCode) == [m]
+
+
+def test_memory_get_returns_the_last_k_oldest_first():
+    mem = Memory()
+    msgs = [Message(str(i)) for i in range(5)]
+    mem.add_batch(msgs)
+    assert mem.get() == msgs
+    assert mem.get(k=2) == msgs[-2:]
+    assert mem.get(k=0) == msgs
+
+
+def test_memory_lookups_by_action_role_and_content():
+    mem = Memory()
+    a = Message("def add(a, b): return a + b", role="Coder", cause_by=WriteCode)
+    b = Message("please add", role="user", cause_by=UserRequirement)
+    c = Message("def sub(a, b): return a - b", role="Coder", cause_by=WriteCode)
+    mem.add_batch([a, b, c])
+    assert mem.get_by_action(WriteCode) == [a, c]
+    assert mem.get_by_action(WriteCode()) == [a, c]
+    assert mem.get_by_actions([WriteCode, UserRequirement]) == [a, b, c]
+    assert mem.get_by_role("Coder") == [a, c]
+    assert mem.get_by_content("sub") == [c]
+
+
+def test_memory_delete_and_delete_newest_keep_the_index_right():
+    mem = Memory()
+    a, b, c = (Message(x, cause_by=WriteCode) for x in "abc")
+    mem.add_batch([a, b, c])
+    mem.delete(b)
+    assert mem.get() == [a, c]
+    assert mem.get_by_action(WriteCode) == [a, c]
+    assert mem.delete_newest() == c
+    assert mem.get_by_action(WriteCode) == [a]
+    mem.add(b)  # a deleted message may come back
+    assert mem.count() == 2
+    mem.clear()
+    assert mem.count() == 0 and mem.get_by_action(WriteCode) == []
+    assert mem.delete_newest() is None
+
+
+def test_find_news_compares_with_the_last_k_messages():
+    mem = Memory()
+    old = [Message(str(i)) for i in range(3)]
+    mem.add_batch(old)
+    fresh = Message("new")
+    assert mem.find_news([old[0], fresh]) == [fresh]
+    # only the last message counts as already seen with k=1
+    assert mem.find_news([old[0], old[2], fresh], k=1) == [old[0], fresh]
+
+
+def test_memory_serialises_and_rebuilds_its_index():
+    mem = Memory()
+    mem.add_batch([Message("a", cause_by=WriteCode), Message("b")])
+    restored = Memory.model_validate_json(mem.model_dump_json())
+    assert restored.count() == 2
+    assert [m.content for m in restored.get_by_action(WriteCode)] == ["a"]
