@@ -3,6 +3,9 @@
 from loguru import logger
 
 from .action import Action, UserRequirement
+from .kernel import Kernel
+from .planners import ActionPlanner, BasicPlanner, FunctionPlan, PlanStep, SequentialPlanner
+from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate
 from .tools import (
     FunctionRegistry,
     KernelFunction,
@@ -20,9 +23,19 @@ logger.disable("actions")
 
 __all__ = [
     "Action",
+    "ActionPlanner",
+    "BasicPlanner",
+    "FunctionPlan",
     "FunctionRegistry",
+    "FunctionResult",
+    "InputVariable",
+    "Kernel",
     "KernelFunction",
+    "PlanStep",
     "Plugin",
+    "PromptFunction",
+    "PromptTemplate",
+    "SequentialPlanner",
     "Tool",
     "ToolParameter",
     "UserRequirement",
