@@ -38,6 +38,7 @@ class Environment(BaseModel):
     errors: list[RolecastError] = Field(default_factory=list, exclude=True)
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
+    _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
 
     # ---------------------------------------------------------------- roles
     def add_role(self, role: Role) -> None:
@@ -53,9 +54,9 @@ class Environment(BaseModel):
 
     def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
         """(Re)index the names a role answers to."""
-        for members in self._by_address.values():
-            if role in members:
-                members.remove(role)
+        for address in self._indexed.pop(role.name, ()):
+            self._by_address[address] = [r for r in self._by_address.get(address, []) if r is not role]
+        self._indexed[role.name] = set(addresses)
         for address in addresses:
             self._by_address.setdefault(address, []).append(role)
 

@@ -2,31 +2,55 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from .message import Message, any_to_str
 
 
-class Memory(BaseModel):
+class Memory:
     """An ordered store of messages, indexed by ``cause_by`` and by id.
 
     Adding a message that is already stored (same id) does nothing, so a message
-    is never remembered twice however many paths deliver it.
+    is never remembered twice however many paths deliver it. A plain class on the hot
+    path (every delivered message passes through :meth:`add`), usable as a pydantic
+    field: it validates from and serialises to a list of messages.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    __slots__ = ("_ids", "_index", "storage")
 
-    storage: list[Message] = []
-    _index: dict[str, list[Message]] = PrivateAttr(default_factory=lambda: defaultdict(list))
-    _ids: set[str] = PrivateAttr(default_factory=set)
+    def __init__(self, storage: Iterable[Message] = ()):
+        self.storage: list[Message] = []
+        self._index: dict[str, list[Message]] = defaultdict(list)
+        self._ids: set[str] = set()
+        self.add_batch(storage)
 
-    def model_post_init(self, __context: Any) -> None:
-        stored, self.storage = self.storage, []
-        self.add_batch(stored)
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from_list = core_schema.no_info_after_validator_function(
+            lambda items: cls(items), handler.generate_schema(list[Message])
+        )
+        return core_schema.union_schema(
+            [core_schema.is_instance_schema(cls), from_list],
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda mem: [m.model_dump(mode="json") for m in mem.storage]
+            ),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps([json.loads(m.to_json()) for m in self.storage], ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Memory:
+        return cls(Message.model_validate(item) for item in json.loads(text))
+
+    def __repr__(self) -> str:
+        return f"Memory({len(self.storage)} messages)"
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:

@@ -121,6 +121,9 @@ class Message(BaseModel):
     def __str__(self) -> str:
         return f"{self.role}: {self.content}"
 
+    # as in MetaGPT: a list of messages formats into a prompt as readable lines
+    __repr__ = __str__
+
     def __hash__(self) -> int:
         return hash(self.id)
 

@@ -126,6 +126,16 @@ def test_find_news_compares_with_the_last_k_messages():
 def test_memory_serialises_and_rebuilds_its_index():
     mem = Memory()
     mem.add_batch([Message("a", cause_by=WriteCode), Message("b")])
-    restored = Memory.model_validate_json(mem.model_dump_json())
+    restored = Memory.from_json(mem.to_json())
     assert restored.count() == 2
     assert [m.content for m in restored.get_by_action(WriteCode)] == ["a"]
+
+
+def test_memory_is_a_pydantic_field_that_round_trips_in_a_role_context():
+    from roles import RoleContext
+
+    rc = RoleContext()
+    rc.memory.add(Message("a", cause_by=WriteCode))
+    restored = RoleContext.model_validate_json(rc.model_dump_json())
+    assert isinstance(restored.memory, Memory)
+    assert [m.content for m in restored.memory.get_by_action(WriteCode)] == ["a"]

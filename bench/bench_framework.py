@@ -1,0 +1,171 @@
+"""Framework overhead benchmark (no real model: an instant or fixed-delay test double).
+
+    python bench/bench_framework.py            # full run, writes bench/results/framework.json
+    python bench/bench_framework.py --quick    # smaller sizes (used by tests/test_bench.py)
+
+Measures:
+  (a) the time to ``import roles, actions, environment, memory`` in a fresh interpreter;
+  (b) overhead with an instant model: N roles all broadcasting to each other over
+      5 rounds (N = 10, 100, 500), and a chain of 200 roles handing one message
+      along — wall time, time per delivered message, peak memory (tracemalloc);
+  (c) concurrency: 20 roles whose model call takes 50 ms each, in one round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from actions import Action, UserRequirement  # noqa: E402
+from environment import Team  # noqa: E402
+from memory import Message  # noqa: E402
+from rolecast.testing import FunctionLLM  # noqa: E402
+from roles import Role  # noqa: E402
+
+
+def import_time(repeats: int = 5) -> dict[str, float]:
+    """Median and min seconds for the four user-facing imports in a fresh interpreter."""
+    code = (
+        "import time; t = time.perf_counter(); "
+        "import roles, actions, environment, memory; print(time.perf_counter() - t)"
+    )
+    samples = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        samples.append(float(out.stdout.strip()))
+    return {"median_s": statistics.median(samples), "min_s": min(samples)}
+
+
+class Broadcast(Action):
+    """Says something about the latest message it saw (one instant model call)."""
+
+    async def run(self, history: list[Message]) -> str:
+        return await self._aask(history[-1].content if history else "")
+
+
+class Relay(Action):
+    """Hands the message to the next role in the chain."""
+
+    next_name: str = ""
+
+    async def run(self, history: list[Message]) -> Message:
+        return Message(content=history[-1].content, send_to=self.next_name or "nobody")
+
+
+def _delivered(team: Team) -> int:
+    """Messages observed by roles (each stored once in the observer's memory)."""
+    return sum(role.rc.memory.count() for role in team.env.roles.values()) - sum(
+        1 for m in team.env.history.get() if m.sent_from in team.env.roles
+    )
+
+
+async def _broadcast(n_roles: int, n_rounds: int) -> dict[str, float]:
+    llm = FunctionLLM(lambda messages: "ok")
+    team = Team(llm=llm)
+    team.hire(
+        Role(name=f"R{i}", actions=[Broadcast()], watch=[UserRequirement, Broadcast]) for i in range(n_roles)
+    )
+    team.run_project("start")
+    t0 = time.perf_counter()
+    await team.run(n_round=n_rounds)
+    wall = time.perf_counter() - t0
+    delivered = _delivered(team)
+    return {"roles": n_roles, "rounds": n_rounds, "wall_s": wall, "delivered": delivered,
+            "us_per_delivered": wall / delivered * 1e6, "model_calls": len(llm.calls)}
+
+
+async def _chain(n_roles: int) -> dict[str, float]:
+    llm = FunctionLLM(lambda messages: "ok")
+    team = Team(llm=llm)
+    roles = []
+    for i in range(n_roles):
+        nxt = f"C{i + 1}" if i + 1 < n_roles else ""
+        roles.append(Role(name=f"C{i}", actions=[Relay(next_name=nxt)], watch=[UserRequirement] if i == 0 else []))
+    team.hire(roles)
+    team.run_project("baton", send_to="C0")
+    t0 = time.perf_counter()
+    history = await team.run(n_round=n_roles + 1)
+    wall = time.perf_counter() - t0
+    delivered = _delivered(team)
+    assert len(history) == n_roles + 1, f"the baton was lost: {len(history)} messages"
+    return {"roles": n_roles, "rounds": n_roles, "wall_s": wall, "delivered": delivered,
+            "us_per_delivered": wall / delivered * 1e6}
+
+
+def measured(coro_factory) -> dict[str, float]:
+    """Time one run as is, then repeat it under tracemalloc for the peak (which slows it down)."""
+    result = asyncio.run(coro_factory())
+    tracemalloc.start()
+    asyncio.run(coro_factory())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    result["peak_mib"] = peak / 2**20
+    return result
+
+
+async def _concurrency(n_roles: int = 20, delay: float = 0.05) -> dict[str, float]:
+    llm = FunctionLLM(lambda messages: "ok", delay=delay)
+    team = Team(llm=llm)
+    team.hire(Role(name=f"P{i}", actions=[Broadcast()]) for i in range(n_roles))
+    team.run_project("go")
+    t0 = time.perf_counter()
+    await team.env.run()
+    wall = time.perf_counter() - t0
+    return {"roles": n_roles, "model_delay_s": delay, "wall_s": wall, "model_calls": len(llm.calls),
+            "sequential_would_be_s": n_roles * delay}
+
+
+def run(quick: bool = False) -> dict:
+    sizes = [10, 50, 100] if quick else [10, 100, 500]
+    results: dict = {"import": import_time(3 if quick else 7), "broadcast": [], "python": sys.version.split()[0]}
+    for n in sizes:
+        results["broadcast"].append(measured(lambda n=n: _broadcast(n, 5)))
+    results["chain"] = measured(lambda: _chain(50 if quick else 200))
+    results["concurrency"] = asyncio.run(_concurrency())
+    return results
+
+
+def report(results: dict) -> str:
+    lines = [
+        f"(a) import roles, actions, environment, memory: median {results['import']['median_s'] * 1000:.0f} ms "
+        f"(min {results['import']['min_s'] * 1000:.0f} ms)",
+        "(b) broadcast, 5 rounds, instant model:",
+        f"    {'roles':>6} {'delivered':>10} {'wall s':>8} {'µs/msg':>8} {'peak MiB':>9}",
+    ]
+    for r in results["broadcast"]:
+        lines.append(
+            f"    {r['roles']:>6} {r['delivered']:>10} {r['wall_s']:>8.3f} {r['us_per_delivered']:>8.2f} "
+            f"{r['peak_mib']:>9.1f}"
+        )
+    c = results["chain"]
+    lines.append(
+        f"    chain of {c['roles']} roles: {c['wall_s']:.3f} s, {c['us_per_delivered']:.1f} µs per hand-over "
+        f"(each round also checks every role for news), peak {c['peak_mib']:.1f} MiB"
+    )
+    k = results["concurrency"]
+    lines.append(
+        f"(c) {k['roles']} roles x {k['model_delay_s'] * 1000:.0f} ms model call, one round: "
+        f"{k['wall_s'] * 1000:.0f} ms (sequential would be {k['sequential_would_be_s'] * 1000:.0f} ms)"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    res = run(quick=args.quick)
+    print(report(res))
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "framework.json").write_text(json.dumps(res, indent=2))

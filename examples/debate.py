@@ -1,0 +1,109 @@
+"""Two debaters answering each other, addressed with ``send_to`` (MetaGPT's debate example).
+
+    python examples/debate.py "Should cities ban cars from their centres?"
+
+Runs on the configured model (API key or the embedded local model); ``--scripted``
+uses a canned model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from loguru import logger
+
+from actions import Action, UserRequirement
+from environment import Team
+from memory import Message
+from rolecast.testing import FunctionLLM
+from roles import Role
+
+
+class SpeakAloud(Action):
+    PROMPT_TEMPLATE: str = """
+## BACKGROUND
+Suppose you are {name}, you are in a debate with {opponent_name}.
+## DEBATE HISTORY
+Previous rounds:
+{context}
+## YOUR TURN
+Now it's your turn, you should closely respond to your opponent's latest argument, state your position, defend your arguments, and attack your opponent's arguments,
+craft a strong and emotional response in 80 words, in {name}'s rhetoric and viewpoints, your will argue:
+"""  # noqa: E501
+    name: str = "SpeakAloud"
+
+    async def run(self, context: str, name: str, opponent_name: str) -> str:
+        prompt = self.PROMPT_TEMPLATE.format(context=context, name=name, opponent_name=opponent_name)
+        return await self._aask(prompt)
+
+
+class Debater(Role):
+    name: str = ""
+    profile: str = ""
+    opponent_name: str = ""
+
+    def __init__(self, **data: Any):
+        super().__init__(**data)
+        self.set_actions([SpeakAloud])
+        self._watch([UserRequirement, SpeakAloud])
+
+    async def _observe(self) -> int:
+        await super()._observe()
+        # only what is addressed to me: the topic (first speaker) and my opponent's turns
+        self.rc.news = [msg for msg in self.rc.news if msg.send_to == {self.name}]
+        return len(self.rc.news)
+
+    async def _act(self) -> Message:
+        todo = self.rc.todo
+        context = "\n".join(f"{msg.sent_from}: {msg.content}" for msg in self.get_memories())
+        rsp = await todo.run(context=context, name=self.name, opponent_name=self.opponent_name)
+        msg = Message(
+            content=rsp, role=self.profile, sent_from=self.name, cause_by=SpeakAloud, send_to=self.opponent_name
+        )
+        self.rc.memory.add(msg)
+        return msg
+
+
+def scripted_model() -> FunctionLLM:
+    turns = {"Ada": 0, "Ben": 0}
+
+    def answer(messages: list[dict]) -> str:
+        prompt = messages[-1]["content"]
+        speaker = "Ada" if "Suppose you are Ada" in prompt else "Ben"
+        turns[speaker] += 1
+        side = "for" if speaker == "Ada" else "against"
+        return f"{speaker}, turn {turns[speaker]}: I argue {side} the motion, and my opponent is wrong."
+
+    return FunctionLLM(answer)
+
+
+async def main(topic: str, investment: float = 3.0, n_round: int = 4, scripted: bool = False) -> list[Message]:
+    ada = Debater(name="Ada", profile="Optimist", opponent_name="Ben")
+    ben = Debater(name="Ben", profile="Skeptic", opponent_name="Ada")
+    team = Team(llm=scripted_model() if scripted else None)
+    team.hire([ada, ben])
+    team.invest(investment)
+    team.run_project(topic, send_to="Ada")  # Ada speaks first
+    history = await team.run(n_round=n_round)
+    print("\n=== debate ===")
+    for msg in history:
+        print(f"--- {msg.sent_from}\n{msg.content}\n")
+    print("=== cost ===\n" + team.cost_manager.summary())
+    return history
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("topic", nargs="?", default="Should cities ban cars from their centres?")
+    parser.add_argument("--investment", type=float, default=3.0)
+    parser.add_argument("--n-round", type=int, default=4)
+    parser.add_argument("--scripted", action="store_true", help="use a canned model")
+    args = parser.parse_args()
+    for name in ("rolecast", "memory", "actions", "roles", "environment"):
+        logger.enable(name)
+    logger.remove()
+    logger.add(sys.stderr, level="INFO")
+    asyncio.run(main(args.topic, args.investment, args.n_round, args.scripted))
