@@ -453,7 +453,13 @@ def render_qwen(functions: Iterable[KernelFunction]) -> str:
     blocks = []
     for f in functions:
         params = [
-            {"name": p.name, "description": p.description, "required": p.required, "schema": p.schema()}
+            # as in Qwen's TOOL_DESC: the description beside the schema, not inside it
+            {
+                "name": p.name,
+                "description": p.description,
+                "required": p.required,
+                "schema": {k: v for k, v in p.schema().items() if k != "description"},
+            }
             for p in f.parameters
         ]
         blocks.append(
