@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,26 @@ def server() -> Iterator[FakeOpenAIServer]:
         srv.stop()
 
 
+_OPEN: list[OpenAILLM] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Close each test's HTTP clients inside its own event loop."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
 def make_llm(url: str, **kwargs: Any) -> OpenAILLM:
     params: dict[str, Any] = {
         "base_url": url, "timeout": 5.0, "max_retries": 2,
         "retry_initial": 0.01, "retry_max": 0.02, "retry_jitter": 0.01,
     }
     params.update(kwargs)
-    return OpenAILLM("gpt-4o-mini", **params)
+    llm = OpenAILLM("gpt-4o-mini", **params)
+    _OPEN.append(llm)
+    return llm
 
 
 def chat_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
@@ -87,6 +100,7 @@ async def test_config_defaults_become_settings(server: FakeOpenAIServer) -> None
     cfg = LLMConfig(provider="openai", base_url=server.url, temperature=0.0, max_tokens=5, seed=7)
     llm = create_llm(cfg)
     assert isinstance(llm, OpenAILLM)
+    _OPEN.append(llm)
     assert llm.model == "gpt-4o-mini"
     await llm.ask("x")
     request = chat_requests(server)[0]
@@ -200,6 +214,11 @@ async def test_choose_with_json_schema(server: FakeOpenAIServer) -> None:
     assert llm.structured_outputs is True  # learned: the server accepts it
 
 
+def _format_kind(request: dict[str, Any]) -> str | None:
+    fmt = request.get("response_format")
+    return fmt["type"] if fmt else None
+
+
 async def test_choose_falls_back_when_response_format_is_rejected(server: FakeOpenAIServer) -> None:
     answers = iter(["stage 1 or 2", "10"])
 
@@ -216,8 +235,31 @@ async def test_choose_falls_back_when_response_format_is_rejected(server: FakeOp
     assert info.value.raw == "stage 1 or 2"
     assert llm.structured_outputs is False and llm.supports_json_schema is False
     assert await llm.choose("pick", 12) == 10  # never "the first digit found"
-    # one rejected request, then plain requests only
-    assert [("response_format" in r) for r in chat_requests(server)] == [True, False, False]
+    # both dialects tried once, then plain requests only
+    assert [_format_kind(r) for r in chat_requests(server)] == ["json_schema", "json_object", None, None]
+
+
+async def test_llama_cpp_python_dialect_is_learned(server: FakeOpenAIServer) -> None:
+    """llama-cpp-python's server takes json_object + schema and answers a 500 to json_schema."""
+
+    def handler(request: dict[str, Any]) -> Reply:
+        fmt = request.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            detail = (
+                "1 validation error: ('body', 'response_format', 'type') "
+                "Input should be 'text' or 'json_object'"
+            )
+            return Reply(status=500, body={"message": detail})
+        assert fmt == {"type": "json_object", "schema": fmt["schema"]}
+        return Reply(text='{"choice": 1}')
+
+    server.handler = handler
+    llm = make_llm(server.url, max_retries=3)
+    assert await llm.choose("pick", 2) == 1
+    assert await llm.choose("pick", 2) == 1
+    # the 500 that names the field is an answer, not a transient failure: not retried
+    assert [_format_kind(r) for r in chat_requests(server)] == ["json_schema", "json_object", "json_object"]
+    assert llm.structured_outputs is True
 
 
 async def test_choose_never_sends_schema_when_disabled(server: FakeOpenAIServer) -> None:

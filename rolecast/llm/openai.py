@@ -8,10 +8,11 @@ then mapped to the rolecast error tree (:class:`~rolecast.errors.LLMConnectionEr
 :class:`~rolecast.errors.LLMAPIError`), always chaining the SDK's exception.
 
 Servers differ in what they accept. Two optional request fields are learned per
-instance: ``response_format`` with a JSON schema (see ``LLMConfig.structured_outputs``)
-and ``stream_options`` (usage in the last stream chunk). When a server answers 400 to
-a request carrying one of them, the request is sent again without it and, if that
-works, the field is not sent again by this instance.
+instance: ``response_format`` with a JSON schema (see ``LLMConfig.structured_outputs``;
+OpenAI's ``json_schema`` dialect first, then llama-cpp-python's ``json_object`` +
+``schema``) and ``stream_options`` (usage in the last stream chunk). When a server
+rejects one of them (HTTP 400/422, or an error naming the field), the request is sent
+again without it and, if that works, the field is not sent again by this instance.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ DEFAULT_MODEL = "gpt-4o-mini"
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 # Status codes with which a server says "I do not understand this request field".
 _REJECTS_FIELD = (400, 422)
+# response_format dialects, best first: OpenAI's (also vLLM, Ollama, llama.cpp's llama-server),
+# then llama-cpp-python's server, which takes {"type": "json_object", "schema": ...} only.
+_FORMAT_KINDS = ("json_schema", "json_object")
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -83,6 +87,23 @@ def _map_error(exc: Exception, attempts: int) -> LLMError:
         )
     status = getattr(exc, "status_code", None)
     return LLMAPIError(f"the model server's answer could not be used: {exc}", status_code=status)
+
+
+def _rejects_field(exc: LLMAPIError, field: str) -> bool:
+    """Whether an error status reads as "this server does not take ``field``"."""
+    if exc.status_code in _REJECTS_FIELD:
+        return True
+    # llama-cpp-python's server answers a request-validation error with HTTP 500
+    return exc.status_code is not None and field in str(exc)
+
+
+def _response_format(kind: str, request: StructuredRequest) -> dict[str, Any]:
+    if kind == "json_object":
+        return {"type": "json_object", "schema": request.schema}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": _schema_name(request.name), "schema": request.schema, "strict": False},
+    }
 
 
 def _usage(raw: Any) -> Usage:
@@ -132,7 +153,8 @@ class OpenAILLM(BaseLLM):
         # True = always send response_format, False = never, None = try and learn.
         self.structured_outputs = structured_outputs
         self.supports_json_schema = structured_outputs is not False
-        self._stream_usage: bool | None = None  # same three states, for stream_options
+        self._format_kind: str | None = None  # which response_format dialect the server took
+        self._stream_usage: bool | None = None  # same three states as structured_outputs, for stream_options
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -194,8 +216,12 @@ class OpenAILLM(BaseLLM):
             params["extra_body"] = dict(settings.extra)
         return params
 
-    async def _create(self, params: dict[str, Any]) -> Any:
-        """One request, retried on transient errors, SDK errors mapped to rolecast errors."""
+    async def _create(self, params: dict[str, Any], probe: str | None = None) -> Any:
+        """One request, retried on transient errors, SDK errors mapped to rolecast errors.
+
+        ``probe`` names an optional field whose support is being learned: an error that
+        names it is an answer about the field, not a transient failure, so it is not retried.
+        """
         import openai
         from tenacity import (
             AsyncRetrying,
@@ -205,10 +231,15 @@ class OpenAILLM(BaseLLM):
             wait_random,
         )
 
+        def should_retry(exc: BaseException) -> bool:
+            if probe and isinstance(exc, openai.APIStatusError) and probe in str(exc):
+                return False
+            return _is_transient(exc)
+
         client = self._get_client()
         attempts = 0
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(should_retry),
             stop=stop_after_attempt(self.max_retries + 1),
             # exponential backoff plus random jitter, spelled portably across tenacity 8 and 9
             wait=wait_exponential(multiplier=self.retry_initial, max=self.retry_max)
@@ -228,34 +259,60 @@ class OpenAILLM(BaseLLM):
             raise _map_error(exc, attempts) from exc
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
-    async def _create_learning(self, params: dict[str, Any], field: str, state_attr: str) -> Any:
-        """Send ``params``; if ``field`` in it gets a 400 and its support is unknown, learn and resend."""
-        try:
-            result = await self._create(params)
-        except LLMAPIError as exc:
-            if field not in params or getattr(self, state_attr) is not None:
-                raise
-            if exc.status_code not in _REJECTS_FIELD:
-                raise
-            logger.info("{}: the server rejected {} (HTTP {}); retrying without it", self, field,
-                        exc.status_code)
-            retry = {k: v for k, v in params.items() if k != field}
-            result = await self._create(retry)
-            setattr(self, state_attr, False)  # only now: the field, not the request, was the problem
-            if field == "response_format":
-                self.supports_json_schema = False
-            return result
-        if field in params and getattr(self, state_attr) is None:
-            setattr(self, state_attr, True)
-        return result
+    async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
+        """Send ``params`` constrained to ``request.schema`` in the best format the server takes.
 
-    def _schema_format(self, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+        Formats are tried in order — OpenAI's ``json_schema``, then llama-cpp-python's
+        ``json_object`` with a ``schema`` — until one is accepted (and remembered). When
+        every one is rejected the request goes without ``response_format`` and
+        ``structured_outputs`` becomes False: the schema is in the prompt anyway.
+        """
         if self.structured_outputs is False:
-            return None
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": _schema_name(name), "schema": schema, "strict": False},
-        }
+            return await self._create(params)
+        if self.structured_outputs is True:
+            kinds = [self._format_kind or "json_schema"]
+        else:
+            kinds = list(_FORMAT_KINDS)
+        learning = self.structured_outputs is None
+        for kind in kinds:
+            fmt = _response_format(kind, request)
+            try:
+                response = await self._create({**params, "response_format": fmt},
+                                              probe="response_format" if learning else None)
+            except LLMAPIError as exc:
+                if not learning or not _rejects_field(exc, "response_format"):
+                    raise
+                logger.info("{}: the server rejected response_format {} ({})", self, kind, exc)
+                continue
+            if learning:
+                self.structured_outputs = True
+                self._format_kind = kind
+            return response
+        response = await self._create(params)
+        # only now: the format, not the request, was the problem
+        self.structured_outputs = False
+        self.supports_json_schema = False
+        return response
+
+    async def _create_stream(self, params: dict[str, Any]) -> Any:
+        """Open a stream, asking for usage in its last chunk unless the server is known to refuse."""
+        params = {**params, "stream": True}
+        if self._stream_usage is False:
+            return await self._create(params)
+        with_usage = {**params, "stream_options": {"include_usage": True}}
+        if self._stream_usage:
+            return await self._create(with_usage)
+        try:
+            stream = await self._create(with_usage, probe="stream_options")
+        except LLMAPIError as exc:
+            if not _rejects_field(exc, "stream_options"):
+                raise
+            logger.info("{}: the server rejected stream_options ({}); streaming without usage", self, exc)
+            stream = await self._create(params)
+            self._stream_usage = False
+            return stream
+        self._stream_usage = True
+        return stream
 
     @staticmethod
     def _completion(response: Any, stop: list[str] | None) -> Completion:
@@ -288,11 +345,10 @@ class OpenAILLM(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         params = self._params(messages, stop, settings, tools)
-        if structured is not None:
-            fmt = self._schema_format(structured.schema, structured.name)
-            if fmt is not None:
-                params["response_format"] = fmt
-        response = await self._create_learning(params, "response_format", "structured_outputs")
+        if structured is None:
+            response = await self._create(params)
+        else:
+            response = await self._create_structured(params, structured)
         return self._completion(response, stop)
 
     async def _stream(
@@ -300,11 +356,7 @@ class OpenAILLM(BaseLLM):
     ) -> AsyncIterator[str | Usage]:
         import openai
 
-        params = self._params(messages, stop, settings)
-        params["stream"] = True
-        if self._stream_usage is not False:
-            params["stream_options"] = {"include_usage": True}
-        stream = await self._create_learning(params, "stream_options", "_stream_usage")
+        stream = await self._create_stream(self._params(messages, stop, settings))
         usage: Usage | None = None
         try:
             async for chunk in stream:
