@@ -3,9 +3,13 @@
 from loguru import logger
 
 from .action import Action, UserRequirement
+from .builtin_tools import PythonTool, calculator, calculator_tool, python_tool, tool_run_scope
+from .function_calling import FunctionCallingAction
 from .kernel import Kernel
 from .planners import ActionPlanner, BasicPlanner, FunctionPlan, PlanStep, SequentialPlanner
 from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate
+from .react import AgentAction, AgentFinish, AgentResult, ReActAction, ToolLoopAction
+from .stepwise import StepwiseAction
 from .tools import (
     FunctionRegistry,
     KernelFunction,
@@ -24,7 +28,11 @@ logger.disable("actions")
 __all__ = [
     "Action",
     "ActionPlanner",
+    "AgentAction",
+    "AgentFinish",
+    "AgentResult",
     "BasicPlanner",
+    "FunctionCallingAction",
     "FunctionPlan",
     "FunctionRegistry",
     "FunctionResult",
@@ -35,13 +43,21 @@ __all__ = [
     "Plugin",
     "PromptFunction",
     "PromptTemplate",
+    "PythonTool",
+    "ReActAction",
     "SequentialPlanner",
+    "StepwiseAction",
     "Tool",
+    "ToolLoopAction",
     "ToolParameter",
     "UserRequirement",
+    "calculator",
+    "calculator_tool",
     "kernel_function",
+    "python_tool",
     "render_langchain",
     "render_qwen",
     "render_sk_manual",
     "tool",
+    "tool_run_scope",
 ]

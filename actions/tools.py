@@ -206,6 +206,7 @@ def _doc_summary(fn: Callable[..., Any]) -> str:
 
 async def _collect(result: Any) -> Any:
     """Await awaitables and drain generators (Semantic Kernel allows all three)."""
+    items: list[Any]
     if inspect.isawaitable(result):
         result = await result
     if inspect.isasyncgen(result):

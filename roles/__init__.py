@@ -11,6 +11,7 @@ from .role import (
     RoleContext,
     RoleReactMode,
 )
+from .tool_agent import ToolAgent
 
 logger.disable("roles")
 
@@ -22,4 +23,5 @@ __all__ = [
     "Role",
     "RoleContext",
     "RoleReactMode",
+    "ToolAgent",
 ]

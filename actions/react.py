@@ -1,0 +1,699 @@
+"""ReAct: the Thought / Action / Action Input / Observation loop, like LangChain's AgentExecutor.
+
+:class:`ToolLoopAction` is the loop every tool-using action shares — iteration and
+time limits, early stopping, tool calls through the invocation hooks, tool errors
+turned into observations, events, steps recorded in the owning role's memory, and an
+:class:`AgentResult`. Its variants decide what to do next in their own format:
+
+* :class:`ReActAction` (here): text in Qwen's ``REACT_PROMPT`` or LangChain's zero-shot
+  format, generation stopped at ``"\\nObservation:"``, parsed like Qwen's
+  ``parse_latest_plugin_call``;
+* :class:`~actions.stepwise.StepwiseAction`: Semantic Kernel's stepwise planner;
+* :class:`~actions.function_calling.FunctionCallingAction`: native tool calls.
+
+Events (``context.hooks.on_event``), for every variant, with ``action`` and ``style``
+in their data: ``react.started``, then per iteration ``react.step_started``,
+``react.tool_called`` and ``react.observation``, and at the end ``react.finished``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar
+
+from loguru import logger
+from pydantic import BaseModel, Field, field_validator
+
+from memory import Message, any_to_str
+from rolecast.errors import BudgetExceeded, ControlFlow, OutputParseError, ToolError, UsageError
+from rolecast.jsonutil import extract_json, loads_lenient
+
+from .action import Action
+from .builtin_tools import format_number, strip_code_fence, tool_run_scope
+from .tools import QWEN_TOOL_DESC, FunctionRegistry, KernelFunction, render_langchain, render_qwen
+
+T = TypeVar("T")
+
+# ------------------------------------------------------------------ prompts
+#: Qwen's tool description (``render_qwen`` fills it for each tool).
+TOOL_DESC = QWEN_TOOL_DESC
+
+#: Qwen's ReAct prompt, verbatim.
+REACT_PROMPT = """Answer the following questions as best you can. You have access to the following tools:
+
+{tool_descs}
+
+Use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action: the action to take, should be one of [{tool_names}]
+Action Input: the input to the action
+Observation: the result of the action
+... (this Thought/Action/Action Input/Observation can be repeated zero or more times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question
+
+Begin!
+
+Question: {query}"""
+
+#: LangChain's zero-shot (MRKL) prompt parts, verbatim.
+PREFIX = """Answer the following questions as best you can. You have access to the following tools:"""
+FORMAT_INSTRUCTIONS = """Use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action: the action to take, should be one of [{tool_names}]
+Action Input: the input to the action
+Observation: the result of the action
+... (this Thought/Action/Action Input/Observation can repeat N times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question"""
+SUFFIX = """Begin!
+
+Question: {input}
+Thought:{agent_scratchpad}"""
+LANGCHAIN_PROMPT = "\n\n".join([PREFIX, "{tool_descs}", FORMAT_INSTRUCTIONS, SUFFIX])
+
+#: Generation stops here, so that the model cannot invent the tool's result.
+REACT_STOP = ["\nObservation:", "\n\tObservation:"]
+FINAL_ANSWER_ACTION = "Final Answer:"
+FORCE_STOP_OUTPUT = "Agent stopped due to iteration limit or time limit."
+GENERATE_FINAL_SUFFIX = "\n\nI now need to return a final answer based on the previous steps:"
+
+MISSING_ACTION_ERROR = "Invalid Format: Missing 'Action:' after 'Thought:'"
+MISSING_ACTION_INPUT_ERROR = "Invalid Format: Missing 'Action Input:' after 'Action:'"
+EXCEPTION_TOOL = "_Exception"  # the pseudo-tool of a parse-error step, as in LangChain
+
+StopReason = Literal["finished", "return_direct", "max_iterations", "max_execution_time"]
+
+
+# ------------------------------------------------------------------ results
+class AgentAction(BaseModel):
+    """The model asked for ``tool`` with ``tool_input``; ``log`` is the text it wrote."""
+
+    tool: str
+    tool_input: str | dict[str, Any] = ""
+    log: str = ""
+    call_id: str | None = None  # the native tool call's id (function calling only)
+
+
+class AgentFinish(BaseModel):
+    """The model gave its final answer."""
+
+    output: str
+    log: str = ""
+
+
+class AgentResult(BaseModel):
+    """What a tool loop returns: the answer, every step, and why it stopped.
+
+    ``str(result)`` is the output, so a role publishing the result publishes the answer.
+    """
+
+    output: str
+    intermediate_steps: list[tuple[AgentAction, str]] = Field(default_factory=list)
+    iterations: int = 0
+    stopped_reason: StopReason = "finished"
+    elapsed: float = 0.0
+
+    def __str__(self) -> str:
+        return self.output
+
+
+# ------------------------------------------------------------------ parsing
+def parse_latest_plugin_call(text: str) -> tuple[str, str]:
+    """Qwen's parser: the last ``Action`` and ``Action Input``; ``("", "")`` when there is none.
+
+    If the model dropped the stop word, ``\\nObservation:`` is added back first.
+    """
+    i = text.rfind("\nAction:")
+    j = text.rfind("\nAction Input:")
+    k = text.rfind("\nObservation:")
+    if 0 <= i < j:  # the text has Action and Action Input,
+        if k < j:  # but no Observation after them: the stop word was dropped
+            text = text.rstrip() + "\nObservation:"  # add it back
+            k = text.rfind("\nObservation:")
+    if 0 <= i < j < k:
+        plugin_name = text[i + len("\nAction:") : j].strip()
+        plugin_args = text[j + len("\nAction Input:") : k].strip()
+        return plugin_name, plugin_args
+    return "", ""
+
+
+# text a model may run on with after its Action Input when it does not wait for the tool
+_INVENTED = ("\nThought:", "\nFinal Answer:")
+
+
+class ReActOutputParser:
+    """Turns a ReAct completion into an :class:`AgentAction` or :class:`AgentFinish`.
+
+    The action is found as Qwen's :func:`parse_latest_plugin_call` finds it (the last
+    Action / Action Input; a dropped stop word restored), also at the very start of
+    the text. Whatever the model wrote after the Action Input — an invented
+    observation, thought or final answer — was written before the tool ran: it is cut
+    off, and the action wins. Otherwise ``Final Answer:`` ends the loop. Anything else
+    raises :class:`OutputParseError` with LangChain's messages.
+    """
+
+    def parse(self, text: str) -> AgentAction | AgentFinish:
+        padded = "\n" + text  # so that an Action on the first line is found too
+        i = padded.rfind("\nAction:")
+        j = padded.rfind("\nAction Input:")
+        if 0 <= i < j:
+            k = padded.rfind("\nObservation:")
+            end = k if k > j else len(padded.rstrip())
+            start = j + len("\nAction Input:")
+            args = padded[start:end]
+            cut = min((p for p in (args.find(m) for m in _INVENTED) if p >= 0), default=-1)
+            if cut >= 0:
+                end = start + cut
+            name = padded[i + len("\nAction:") : j].strip()
+            if name:
+                log = padded[1:end].rstrip()
+                return AgentAction(tool=name, tool_input=padded[start:end].strip(), log=log)
+        at = text.rfind(FINAL_ANSWER_ACTION)
+        if at >= 0:
+            return AgentFinish(output=text[at + len(FINAL_ANSWER_ACTION) :].strip(), log=text)
+        if 0 <= i < j or i < 0:  # no Action, or an empty one
+            raise OutputParseError(MISSING_ACTION_ERROR, raw=text)
+        raise OutputParseError(MISSING_ACTION_INPUT_ERROR, raw=text)
+
+
+def format_observation(value: Any) -> str:
+    """A tool's return value as observation text (numbers to 15 significant digits, JSON for data)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return format_number(value)
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _normalise_name(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def resolve_tool(registry: FunctionRegistry, name: str) -> KernelFunction | None:
+    """Find a tool by the name a model wrote: exact, then without quotes/brackets/``()``,
+    then case- and punctuation-insensitively (``python_repl`` finds ``Python REPL``)."""
+    found = registry.find(name)
+    if found is not None:
+        return found
+    cleaned = name.strip().strip("[]`'\" ").removesuffix("()").strip()
+    found = registry.find(cleaned) if cleaned else None
+    if found is not None:
+        return found
+    key = _normalise_name(cleaned)
+    matches = [f for f in registry if key and key in (_normalise_name(f.full_name), _normalise_name(f.name))]
+    return matches[0] if len(matches) == 1 else None
+
+
+def invalid_tool_observation(name: str, registry: FunctionRegistry) -> str:
+    """LangChain's answer to an unknown tool name, listing the valid ones."""
+    names = ", ".join(f.full_name for f in registry)
+    return f"{name} is not a valid tool, try one of [{names}]."
+
+
+def _text_parameter(fn: KernelFunction) -> str | None:
+    """The one parameter a bare text input goes to (a tool with one required text input)."""
+    required = [p for p in fn.parameters if p.required] or fn.parameters[:1]
+    if len(required) == 1 and required[0].annotation in (str, Any, inspect.Parameter.empty):
+        return required[0].name
+    return None
+
+
+def coerce_tool_input(fn: KernelFunction, raw: str | dict[str, Any]) -> dict[str, Any] | str:
+    """The arguments for ``fn`` from the Action Input a model wrote.
+
+    A JSON object (lenient: JSON5, code fences, prose around it) becomes keyword
+    arguments; a tool with one text input takes the text itself (code fences
+    stripped, a quoted JSON string unquoted). JSON that a tool needing an object
+    cannot use raises :class:`OutputParseError`; other mismatches are left to the
+    tool's own validation (a :class:`ToolError` the model can read).
+    """
+    if isinstance(raw, dict):
+        return raw
+    text = strip_code_fence(raw.strip()).strip()
+    target = _text_parameter(fn)
+    names = {p.name for p in fn.parameters}
+    if text.startswith("{"):
+        value: Any = None
+        try:
+            value = loads_lenient(text)
+        except ValueError:
+            try:
+                value = extract_json(text, expect=dict)
+            except OutputParseError:
+                value = None
+        if isinstance(value, dict) and (target is None or (value and set(value) <= names)):
+            return value
+        if target is None:
+            example = json.dumps({p.name: "..." for p in fn.parameters})
+            raise OutputParseError(
+                f"Could not parse the Action Input for {fn.full_name} as a JSON object: {raw!r}. "
+                f"Format the arguments as a JSON object, e.g. {example}",
+                raw=raw,
+            )
+    if target is not None:
+        if len(text) >= 2 and text[0] == text[-1] == '"':
+            try:
+                unquoted = json.loads(text)
+            except ValueError:
+                unquoted = None
+            if isinstance(unquoted, str):
+                text = unquoted
+        return {target: text}
+    return text
+
+
+# ------------------------------------------------------------------ the loop
+class _OutOfTime(Exception):
+    """``max_execution_time`` ran out in the middle of a step."""
+
+
+@dataclass
+class Planned:
+    """One thing the model asked for: a tool call, or a step whose observation is already known."""
+
+    action: AgentAction
+    arguments: dict[str, Any] | str | None = None
+    observation: str | None = None  # preset (a parse error): no tool is called
+
+
+@dataclass
+class Turn:
+    """What one model call decided: a final answer, or steps to take."""
+
+    finish: AgentFinish | None = None
+    planned: list[Planned] = field(default_factory=list)
+
+
+@dataclass
+class LoopRun:
+    """The state of one run of a tool loop (variants keep their transcript in ``data``)."""
+
+    question: str
+    registry: FunctionRegistry
+    started: float
+    deadline: float | None
+    steps: list[tuple[AgentAction, str]] = field(default_factory=list)
+    iterations: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    async def bounded(self, aw: Awaitable[T]) -> T:
+        """Await ``aw`` within what is left of ``max_execution_time``."""
+        if self.deadline is None:
+            return await aw
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            if inspect.iscoroutine(aw):
+                aw.close()
+            raise _OutOfTime
+        try:
+            return await asyncio.wait_for(aw, remaining)
+        except asyncio.TimeoutError:
+            if self.expired():
+                raise _OutOfTime from None
+            raise
+
+
+ErrorHandler = bool | str | Callable[[Exception], str]
+
+
+class ToolLoopAction(Action):
+    """The agent loop shared by the ReAct, stepwise and function-calling actions.
+
+    Like LangChain's ``AgentExecutor``: at most ``max_iterations`` model calls and
+    ``max_execution_time`` seconds; when a limit is hit, ``early_stopping_method``
+    ``"force"`` answers :data:`FORCE_STOP_OUTPUT` and ``"generate"`` asks the model
+    once more for a final answer. A tool with ``return_direct`` ends the run with its
+    result. ``handle_parsing_errors`` sends a malformed answer's error back to the
+    model as the observation (``True``), a fixed text (a string) or your function's
+    text (a callable); ``False`` raises :class:`OutputParseError`. Tool failures, an
+    unknown tool name included, become observations the same way
+    (``handle_tool_errors``). Each step goes to the owning role's memory.
+    """
+
+    style: ClassVar[str] = "react"
+
+    tools: list[Any] = Field(default_factory=list)
+    max_iterations: int | None = 15
+    max_execution_time: float | None = None
+    early_stopping_method: Literal["force", "generate"] = "force"
+    handle_parsing_errors: ErrorHandler = True
+    handle_tool_errors: ErrorHandler = True
+    max_observation_chars: int | None = 8000
+    record_steps: bool = True
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_as_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+    # ------------------------------------------------------------ the run
+    async def run(self, question: str | Message | Sequence[Any] | None = None) -> AgentResult:  # type: ignore[override]
+        """Answer ``question`` (text, a Message, or a role's history: its latest question)."""
+        text = self._question_text(question)
+        if not text.strip():
+            raise UsageError(f"{self.name}: there is no question to answer")
+        registry = FunctionRegistry.of(*self.tools)
+        self._check_ready(registry)
+        started = time.monotonic()
+        deadline = started + self.max_execution_time if self.max_execution_time is not None else None
+        run = LoopRun(question=text, registry=registry, started=started, deadline=deadline)
+        await self._emit("react.started", question=text, tools=[f.full_name for f in registry])
+        with tool_run_scope():  # the Python tool's state lives as long as this run
+            result = await self._loop(run)
+        result.elapsed = time.monotonic() - started
+        logger.info(
+            "{}: {} after {} iteration(s): {}",
+            self.name,
+            result.stopped_reason,
+            result.iterations,
+            result.output[:200],
+        )
+        await self._emit(
+            "react.finished",
+            output=result.output,
+            iterations=result.iterations,
+            stopped_reason=result.stopped_reason,
+            steps=len(result.intermediate_steps),
+        )
+        return result
+
+    async def _loop(self, run: LoopRun) -> AgentResult:
+        while True:
+            if self.max_iterations is not None and run.iterations >= self.max_iterations:
+                return await self._stop(run, "max_iterations")
+            if run.expired():
+                return await self._stop(run, "max_execution_time")
+            run.iterations += 1
+            began = time.monotonic()
+            await self._emit("react.step_started", iteration=run.iterations)
+            try:
+                turn = await run.bounded(self._plan(run))
+                if turn.finish is not None:
+                    return self._result(run, turn.finish.output, "finished")
+                for planned in turn.planned:
+                    observation, direct = await self._take(run, planned)
+                    if direct:
+                        return self._result(run, observation, "return_direct")
+            except _OutOfTime:
+                return await self._stop(run, "max_execution_time")
+            await self._pace(run, began)
+
+    async def _take(self, run: LoopRun, planned: Planned) -> tuple[str, bool]:
+        """Run one planned step; returns its observation and whether it ends the run."""
+        action = planned.action
+        direct = False
+        if planned.observation is not None:
+            observation = planned.observation
+        else:
+            await self._emit(
+                "react.tool_called",
+                iteration=run.iterations,
+                tool=action.tool,
+                tool_input=action.tool_input,
+                log=action.log,
+            )
+            fn = resolve_tool(run.registry, action.tool)
+            if fn is None:
+                observation = invalid_tool_observation(action.tool, run.registry)
+                if self.handle_tool_errors is False:
+                    raise ToolError(observation)
+            else:
+                arguments = planned.arguments if planned.arguments is not None else action.tool_input
+                observation, ok = await run.bounded(self._invoke(fn, arguments))
+                direct = ok and fn.return_direct
+        observation = self._cap(observation)
+        logger.debug("{}: {} -> {}", self.name, action.tool, observation[:300])
+        run.steps.append((action, observation))
+        self._observed(run, planned, observation)
+        await self._emit(
+            "react.observation", iteration=run.iterations, tool=action.tool, observation=observation
+        )
+        self._remember(run, action, observation)
+        return observation, direct
+
+    async def _invoke(self, fn: KernelFunction, arguments: Any) -> tuple[str, bool]:
+        """Call a tool through the context's hooks; a failure becomes the observation."""
+        try:
+            value = await fn.invoke(arguments, context=self.context)
+        except (ControlFlow, BudgetExceeded):
+            raise  # signals and the budget stop the run, they are not observations
+        except Exception as exc:
+            return self._tool_failure(exc, fn), False
+        return format_observation(value), True
+
+    def _tool_failure(self, exc: Exception, fn: KernelFunction | None = None) -> str:
+        handler = self.handle_tool_errors
+        if handler is False:
+            if isinstance(exc, ToolError):
+                raise exc
+            raise ToolError(f"tool {fn.full_name if fn else '?'} raised {type(exc).__name__}: {exc}") from exc
+        if handler is True:
+            return str(exc) if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+        return handler if isinstance(handler, str) else handler(exc)
+
+    def _parse_failure(self, exc: OutputParseError) -> str:
+        """The observation for a malformed answer, or the error itself when not handled."""
+        handler = self.handle_parsing_errors
+        if handler is False:
+            raise exc
+        if handler is True:
+            return str(exc)
+        return handler if isinstance(handler, str) else handler(exc)
+
+    async def _stop(self, run: LoopRun, reason: StopReason) -> AgentResult:
+        logger.info("{}: stopping ({}), early stopping by {}", self.name, reason, self.early_stopping_method)
+        if self.early_stopping_method == "generate":
+            finish = await self._generate_final(run)
+            return self._result(run, finish.output, reason)
+        return self._result(run, FORCE_STOP_OUTPUT, reason)
+
+    def _result(self, run: LoopRun, output: str, reason: StopReason) -> AgentResult:
+        return AgentResult(
+            output=output,
+            intermediate_steps=list(run.steps),
+            iterations=run.iterations,
+            stopped_reason=reason,
+        )
+
+    def _cap(self, observation: str) -> str:
+        cap = self.max_observation_chars
+        if cap is not None and len(observation) > cap:
+            return observation[:cap] + f"\n[... {len(observation) - cap} more characters]"
+        return observation
+
+    # ------------------------------------------------------------ plumbing
+    def _question_text(self, question: Any) -> str:
+        if question is None:
+            return ""
+        if isinstance(question, Message):
+            return question.content
+        if isinstance(question, str):
+            return question
+        if isinstance(question, Sequence):
+            mine = any_to_str(self)
+            # a role passes its history: the question is the latest message not from this loop
+            messages = [m for m in question if isinstance(m, Message) and m.cause_by != mine]
+            if messages:
+                return messages[-1].content
+            return "\n".join(str(q) for q in question if not isinstance(q, Message))
+        return str(question)
+
+    async def _emit(self, kind: str, **data: Any) -> None:
+        await self.context.hooks.emit(kind, action=self.name, style=self.style, **data)
+
+    def _remember(self, run: LoopRun, action: AgentAction, observation: str) -> None:
+        """One Message per step in the owning role's memory (cause_by this action)."""
+        memory = self.owner_memory
+        if memory is None or not self.record_steps:
+            return
+        owner = self.owner
+        memory.add(
+            Message(
+                content=self._step_text(action, observation),
+                role=getattr(owner, "profile", "") or "assistant",
+                cause_by=self,
+                sent_from=getattr(owner, "name", ""),
+                metadata={
+                    "react_step": {
+                        "style": self.style,
+                        "iteration": run.iterations,
+                        "tool": action.tool,
+                        "tool_input": action.tool_input,
+                        "log": action.log,
+                        "observation": observation,
+                    }
+                },
+            )
+        )
+
+    def _step_text(self, action: AgentAction, observation: str) -> str:
+        return f"{action.log.strip()}\nObservation: {observation}"
+
+    async def _pace(self, run: LoopRun, began: float) -> None:
+        """Wait between iterations if a variant asks for it (stepwise: ``min_iteration_time_ms``)."""
+
+    def _check_ready(self, registry: FunctionRegistry) -> None:
+        """Refuse to start when the variant cannot work (function calling without tool support)."""
+
+    def _observed(self, run: LoopRun, planned: Planned, observation: str) -> None:
+        """Update the variant's transcript after a step (the ReAct scratchpad is built from ``run.steps``)."""
+
+    # ------------------------------------------------------------ variants
+    async def _plan(self, run: LoopRun) -> Turn:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def _generate_final(self, run: LoopRun) -> AgentFinish:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class ReActAction(ToolLoopAction):
+    """Answer a question with tools in the ReAct text format.
+
+    ``prompt_style="qwen"`` uses Qwen's ``REACT_PROMPT`` with ``TOOL_DESC`` blocks;
+    ``"langchain"`` uses LangChain's ``PREFIX`` + ``name: description`` lines +
+    ``FORMAT_INSTRUCTIONS`` + ``SUFFIX`` ending in ``Thought:{agent_scratchpad}``.
+    ``template`` replaces the style's prompt (placeholders ``{tool_descs}``,
+    ``{tool_names}``, ``{input}``/``{query}``, optionally ``{agent_scratchpad}``).
+    The model is asked with ``stop`` (:data:`REACT_STOP`)::
+
+        agent = ReActAction(tools=[python_tool()], llm=llm)
+        result = await agent.run("What is the 10th fibonacci number?")
+        result.output, result.intermediate_steps
+    """
+
+    style: ClassVar[str] = "react"
+
+    name: str = "ReActAction"
+    desc: str = "Answer a question step by step with tools (ReAct)."
+    prompt_style: Literal["qwen", "langchain"] = "qwen"
+    template: str | None = None
+    stop: list[str] = Field(default_factory=lambda: list(REACT_STOP))
+
+    @property
+    def output_parser(self) -> ReActOutputParser:
+        return ReActOutputParser()
+
+    def scratchpad(self, steps: Sequence[tuple[AgentAction, str]]) -> str:
+        """The earlier steps as the model sees them after the question."""
+        if self.prompt_style == "langchain":
+            return "".join(f"{a.log}\nObservation: {o}\nThought:" for a, o in steps)
+        return "".join(f"\n{a.log.strip()}\nObservation: {o}" for a, o in steps)
+
+    def build_prompt(self, question: str, registry: FunctionRegistry, scratchpad: str = "") -> str:
+        """The full prompt for the next model call."""
+        functions = list(registry)
+        names = [f.full_name for f in functions]
+        if self.prompt_style == "langchain":
+            template = self.template or LANGCHAIN_PROMPT
+            descs, joined = render_langchain(functions), ", ".join(names)
+        else:
+            template = self.template or REACT_PROMPT
+            descs, joined = render_qwen(functions), ",".join(names)
+        values = {
+            "tool_descs": descs,
+            "tool_names": joined,
+            "input": question,
+            "query": question,
+            "agent_scratchpad": scratchpad,
+        }
+        prompt = template.format_map(values)
+        return prompt if "{agent_scratchpad}" in template else prompt + scratchpad
+
+    async def _plan(self, run: LoopRun) -> Turn:
+        prompt = self.build_prompt(run.question, run.registry, self.scratchpad(run.steps))
+        text = await self._aask(prompt, stop=self.stop)
+        logger.debug("{}: model wrote {!r}", self.name, text)
+        return self.turn_from_text(run, text)
+
+    def turn_from_text(self, run: LoopRun, text: str) -> Turn:
+        """Parse one completion into a :class:`Turn` (parse errors become preset observations)."""
+        if self.prompt_style == "langchain":
+            # the prompt ends in "Thought:"; a chat model often writes it again
+            stripped = text.lstrip()
+            if stripped.startswith("Thought:"):
+                text = " " + stripped[len("Thought:") :].lstrip()
+        try:
+            parsed = self.output_parser.parse(text)
+        except OutputParseError as exc:
+            observation = self._parse_failure(exc)
+            return Turn(
+                planned=[
+                    Planned(
+                        AgentAction(tool=EXCEPTION_TOOL, tool_input=observation, log=text),
+                        observation=observation,
+                    )
+                ]
+            )
+        if isinstance(parsed, AgentFinish):
+            return Turn(finish=parsed)
+        fn = resolve_tool(run.registry, parsed.tool)
+        if fn is None:
+            return Turn(planned=[Planned(parsed)])  # the loop answers with the valid tool names
+        try:
+            arguments = coerce_tool_input(fn, parsed.tool_input)
+        except OutputParseError as exc:
+            return Turn(planned=[Planned(parsed, observation=self._parse_failure(exc))])
+        return Turn(planned=[Planned(parsed, arguments=arguments)])
+
+    async def _generate_final(self, run: LoopRun) -> AgentFinish:
+        scratchpad = self.scratchpad(run.steps) + GENERATE_FINAL_SUFFIX
+        text = await self._aask(self.build_prompt(run.question, run.registry, scratchpad), stop=self.stop)
+        try:
+            parsed = self.output_parser.parse(text)
+        except OutputParseError:
+            return AgentFinish(output=text.strip(), log=text)
+        if isinstance(parsed, AgentFinish):
+            return parsed
+        return AgentFinish(output=text.strip(), log=text)
+
+
+__all__ = [
+    "EXCEPTION_TOOL",
+    "FINAL_ANSWER_ACTION",
+    "FORCE_STOP_OUTPUT",
+    "FORMAT_INSTRUCTIONS",
+    "LANGCHAIN_PROMPT",
+    "PREFIX",
+    "REACT_PROMPT",
+    "REACT_STOP",
+    "SUFFIX",
+    "TOOL_DESC",
+    "AgentAction",
+    "AgentFinish",
+    "AgentResult",
+    "LoopRun",
+    "Planned",
+    "ReActAction",
+    "ReActOutputParser",
+    "ToolLoopAction",
+    "Turn",
+    "coerce_tool_input",
+    "format_observation",
+    "invalid_tool_observation",
+    "parse_latest_plugin_call",
+    "resolve_tool",
+]
