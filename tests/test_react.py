@@ -592,3 +592,30 @@ async def test_a_server_ignoring_the_stop_word_cannot_skip_the_tool():
     assert result.intermediate_steps[0][1] == "1024"  # the real observation, not the invented one
     assert result.output == "1024"
     assert llm.stops == [REACT_STOP, REACT_STOP]
+
+
+def _load_example(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_react_example_replays_the_seed_run(capsys):
+    result = await _load_example("react_agent").main(scripted=True)
+    assert result.output == "55" and result.stopped_reason == "finished"
+    out = capsys.readouterr().out
+    assert "Observation: NameError: name 'fibonacci' is not defined" in out
+    assert "=== answer ===\n55" in out
+
+
+async def test_the_stepwise_example_replays_the_seed_run(capsys):
+    result = await _load_example("stepwise_math").main(scripted=True)
+    assert "2615.1829" in result.output
+    assert [o for _, o in result.intermediate_steps] == ["489.9529", "2620.1829", "2615.1829"]
+    assert "-> 2620.1829" in capsys.readouterr().out
