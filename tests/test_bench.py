@@ -1,0 +1,25 @@
+"""The framework benchmark runs, with loose bounds that catch regressions without flaking."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def test_framework_benchmark_quick():
+    import bench_framework
+
+    results = bench_framework.run(quick=True)
+    print(bench_framework.report(results))
+    assert results["import"]["min_s"] < 1.5
+    per_msg = [r["us_per_delivered"] for r in results["broadcast"]]
+    assert per_msg[-1] < 500  # microseconds per delivered message, not milliseconds
+    # linear, not quadratic: 10x the roles (100x the deliveries) must not cost 10x per message
+    assert per_msg[-1] < 10 * per_msg[0] + 50
+    assert results["chain"]["delivered"] >= 49
+    # 20 concurrent 50 ms calls: far closer to 50 ms than to the 1 s of running them in turn
+    assert results["concurrency"]["wall_s"] < 0.5
+    assert results["concurrency"]["model_calls"] == 20
