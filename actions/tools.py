@@ -184,7 +184,7 @@ class KernelFunction:
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             names = [p.name for p in self.parameters]
-            kwargs.update(dict(zip(names, args)))
+            kwargs.update(dict(zip(names, args, strict=False)))
         return await self.invoke(kwargs)
 
     async def _call(self, arguments: dict[str, Any], context: Context) -> Any:  # pragma: no cover

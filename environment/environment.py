@@ -124,7 +124,7 @@ class Environment(BaseModel):
                 raise failure
         if self.on_error == "stop":
             raise failures[0]
-        for role, result in zip(active, results):
+        for role, result in zip(active, results, strict=True):
             if isinstance(result, BaseException):
                 error = result if isinstance(result, RolecastError) else RolecastError(str(result))
                 self.errors.append(error)

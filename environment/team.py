@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Message
@@ -91,15 +91,18 @@ class Team(BaseModel):
             )
         )
 
-    # MetaGPT's older name
-    start_project = run_project
+    def start_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
+        """MetaGPT's older name for :meth:`run_project`."""
+        self.run_project(idea, send_to)
 
     def _check_balance(self) -> None:
         cm = self.cost_manager
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "", auto_archive: bool = True) -> list[Message]:
+    async def run(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", auto_archive: bool = True
+    ) -> list[Message]:
         """Run up to ``n_round`` rounds, stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).

@@ -59,8 +59,8 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-Hook = Callable[[Invocation], "None | Awaitable[None]"]
-EventHandler = Callable[[Event], "None | Awaitable[None]"]
+Hook = Callable[[Invocation], "Awaitable[None] | None"]
+EventHandler = Callable[[Event], "Awaitable[None] | None"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 

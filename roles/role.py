@@ -255,7 +255,7 @@ class Role(BaseModel):
         if self.constraints:
             prefix += CONSTRAINT_TEMPLATE.format(constraints=self.constraints)
         env = self.rc.env
-        if env is not None and getattr(env, "desc", ""):
+        if env is not None and env.desc:
             others = ", ".join(n for n in env.role_names() if n != self.name)
             prefix += f"You are in {env.desc} with roles({others})."
         return prefix

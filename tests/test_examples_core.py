@@ -23,7 +23,9 @@ def run_example(*args: str) -> str:
 
 
 def test_multi_agents_example_runs_coder_tester_reviewer():
-    out = run_example("examples/build_customized_multi_agents.py", "--scripted", "write a function that adds two numbers")
+    out = run_example(
+        "examples/build_customized_multi_agents.py", "--scripted", "write a function that adds two numbers"
+    )
     assert "--- Alice (SimpleWriteCode)\ndef add(a, b):" in out
     assert "--- Bob (SimpleWriteTest)" in out
     assert "--- Charlie (SimpleWriteReview)" in out
