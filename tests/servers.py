@@ -53,8 +53,12 @@ class Reply:
 
 
 def completion_body(
-    text: str | None, usage: tuple[int, int] | None = (11, 2), *, model: str = "fake-model",
-    tool_calls: list[dict[str, Any]] | None = None, finish_reason: str = "stop",
+    text: str | None,
+    usage: tuple[int, int] | None = (11, 2),
+    *,
+    model: str = "fake-model",
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str = "stop",
 ) -> dict[str, Any]:
     """A chat.completion JSON body."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -69,8 +73,11 @@ def completion_body(
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
     }
     if usage is not None:
-        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                         "total_tokens": usage[0] + usage[1]}
+        body["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        }
     return body
 
 
@@ -157,8 +164,12 @@ class FakeOpenAIServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 pieces = reply.chunks if reply.chunks is not None else [reply.text[:5], reply.text[5:]]
-                base = {"id": "chatcmpl-test", "object": "chat.completion.chunk",
-                        "created": int(time.time()), "model": "fake-model"}
+                base = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": "fake-model",
+                }
                 for i, piece in enumerate(pieces):
                     delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
                     self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
@@ -213,10 +224,20 @@ class LlamaServerProcess:
 
     def start(self) -> LlamaServerProcess:
         cmd = [
-            sys.executable, "-m", "llama_cpp.server", "--model", self.model,
-            "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
         ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # OpenMP workers that sleep instead of spinning: much faster on a shared, busy machine
+        env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:

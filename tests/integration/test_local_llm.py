@@ -60,9 +60,9 @@ async def test_choose_is_always_valid(llm: LocalLLM) -> None:
     for n in range(2, 13):
         states = "\n".join(f"{i}. Action{i}" for i in range(n))
         prompt = f"Choose the next stage:\n{states}\nAnswer a number between 0-{n - 1}, or -1 to stop."
-        for seed in (1, 2):
-            choice = await llm.choose(prompt, n, settings={"temperature": 0.8, "seed": seed})
-            assert -1 <= choice < n
+        # a high temperature samples widely; the grammar still admits only valid answers
+        choice = await llm.choose(prompt, n, settings={"temperature": 1.0, "seed": n})
+        assert -1 <= choice < n
 
 
 async def test_choice_grammar_reaches_two_digits(llm: LocalLLM) -> None:
@@ -111,9 +111,9 @@ async def test_concurrent_calls_are_serialised_without_blocking_the_loop(llm: Lo
 
     tick_task = asyncio.create_task(ticker())
     started = time.perf_counter()
-    answers = await asyncio.gather(*(
-        llm.ask(f"Say a word about the number {i}.", settings=GREEDY) for i in range(4)
-    ))
+    answers = await asyncio.gather(
+        *(llm.ask(f"Say a word about the number {i}.", settings=GREEDY) for i in range(4))
+    )
     elapsed = time.perf_counter() - started
     stop.set()
     await tick_task
