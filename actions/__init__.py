@@ -8,8 +8,9 @@ from .function_calling import FunctionCallingAction
 from .kernel import Kernel
 from .planners import ActionPlanner, BasicPlanner, FunctionPlan, PlanStep, SequentialPlanner
 from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate
-from .react import AgentAction, AgentFinish, AgentResult, ReActAction, ToolLoopAction
+from .react import ReActAction
 from .stepwise import StepwiseAction
+from .tool_loop import AgentAction, AgentFinish, AgentResult, ToolLoopAction
 from .tools import (
     FunctionRegistry,
     KernelFunction,

@@ -17,7 +17,7 @@ from rolecast.errors import OutputParseError, UsageError
 from rolecast.jsonutil import loads_lenient
 from rolecast.llm.base import Completion
 
-from .react import GENERATE_FINAL_SUFFIX, AgentAction, AgentFinish, LoopRun, Planned, ToolLoopAction, Turn
+from .tool_loop import GENERATE_FINAL_SUFFIX, AgentAction, AgentFinish, LoopRun, Planned, ToolLoopAction, Turn
 from .tools import FunctionRegistry
 
 FUNCTION_CALLING_SYSTEM = "You are a helpful assistant. Use the provided tools when they help to answer."

@@ -26,7 +26,7 @@ from rolecast.errors import OutputParseError
 from rolecast.jsonutil import extract_json, loads_lenient
 from rolecast.llm.base import truncate_at_stop
 
-from .react import (
+from .tool_loop import (
     AgentAction,
     AgentFinish,
     AgentResult,

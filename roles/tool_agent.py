@@ -8,8 +8,9 @@ from pydantic import Field
 
 from actions import Action
 from actions.function_calling import FunctionCallingAction
-from actions.react import AgentResult, ReActAction, ToolLoopAction
+from actions.react import ReActAction
 from actions.stepwise import StepwiseAction
+from actions.tool_loop import AgentResult, ToolLoopAction
 from memory import Message
 
 from .role import Role

@@ -44,12 +44,14 @@ SEED_REPLIES = [
     " I need to calculate the 10th fibonacci number\nAction: Python REPL\nAction Input: fibonacci(10)",
     " I need to define a function to calculate the fibonacci number\nAction: Python REPL\nAction Input: "
     + FIB_DEF,
-    " I now have a function to calculate the fibonacci number\nAction: Python REPL\nAction Input: fibonacci(10)",  # noqa: E501
+    " I now have a function to calculate the fibonacci number\nAction: Python REPL\n"
+    "Action Input: fibonacci(10)",
     " I now know the final answer\nFinal Answer: 55",
 ]
 SEED_PROMPT_HEAD = (
     "Answer the following questions as best you can. You have access to the following tools:\n\n"
-    "Python REPL: A Python shell. Use this to execute python commands. Input should be a valid python command.\n"  # noqa: E501
+    "Python REPL: A Python shell. Use this to execute python commands. Input "
+    "should be a valid python command.\n"
     "    If you expect output it should be printed out.\n\n"
     "Use the following format:\n\n"
     "Question: the input question you must answer\n"
@@ -187,14 +189,17 @@ def test_parse_latest_plugin_call_is_qwens():
 def test_the_parser_on_text_where_the_model_ignored_the_stop_word():
     text = (
         " I need to calculate the 10th fibonacci number\nAction: Python REPL\nAction Input: fibonacci(10)\n"
-        "Observation: 55\nThought: I now know the final answer\nFinal Answer: The 10th fibonacci number is 55."  # noqa: E501
+        "Observation: 55\nThought: I now know the final answer\nFinal Answer: "
+        "The 10th fibonacci number is 55."
     )
     parsed = ReActOutputParser().parse(text)
     # the invented observation and answer are dropped: the tool must run first
     assert parsed == AgentAction(
         tool="Python REPL",
         tool_input="fibonacci(10)",
-        log=" I need to calculate the 10th fibonacci number\nAction: Python REPL\nAction Input: fibonacci(10)",  # noqa: E501
+        log=(
+            " I need to calculate the 10th fibonacci number\nAction: Python REPL\nAction Input: fibonacci(10)"
+        ),
     )
 
 

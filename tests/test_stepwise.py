@@ -70,11 +70,13 @@ ASK = (
 THOUGHT_1 = (
     "To solve this problem, we need to perform two actions: first, we need to calculate the increase in the "
     "investment by 23%, and then we need to subtract $5 from the result. We can use the MathPlugin-Add and "
-    "MathPlugin-Multiply functions to calculate the increase, and the MathPlugin-Subtract function to subtract "  # noqa: E501
+    "MathPlugin-Multiply functions to calculate the increase, and the "
+    "MathPlugin-Subtract function to subtract "
     "$5 from the result."
 )
 THOUGHT_2 = (
-    "Now that we have the increase in the investment, we can use the MathPlugin-Add function to add it to the "  # noqa: E501
+    "Now that we have the increase in the investment, we can use the "
+    "MathPlugin-Add function to add it to the "
     "original investment."
 )
 THOUGHT_3 = "Finally, we need to subtract $5 from the result to get the final amount."
@@ -137,15 +139,19 @@ async def test_replays_the_seeds_stepwise_run_to_2615_1829():
     # the last prompt carries Semantic Kernel's scratch pad of the three steps
     assert llm.calls[3].prompt.endswith(
         f"[QUESTION]\n{ASK}\n"
-        "This was my previous work (but they haven't seen any of it! They only see what I return as final answer):\n"  # noqa: E501
+        "This was my previous work (but they haven't seen any of it! They only "
+        "see what I return as final answer):\n"
         f"[THOUGHT]\n{THOUGHT_1}\n"
-        '[ACTION]\n{"action": "MathPlugin-Multiply", "action_variables": {"input": "2130.23", "amount": "0.23"}}\n'  # noqa: E501
+        '[ACTION]\n{"action": "MathPlugin-Multiply", "action_variables": '
+        '{"input": "2130.23", "amount": "0.23"}}\n'
         "[OBSERVATION]\n489.9529\n"
         f"[THOUGHT]\n{THOUGHT_2}\n"
-        '[ACTION]\n{"action": "MathPlugin-Add", "action_variables": {"input": "2130.23", "amount": "489.9529"}}\n'  # noqa: E501
+        '[ACTION]\n{"action": "MathPlugin-Add", "action_variables": {"input": '
+        '"2130.23", "amount": "489.9529"}}\n'
         "[OBSERVATION]\n2620.1829\n"
         f"[THOUGHT]\n{THOUGHT_3}\n"
-        '[ACTION]\n{"action": "MathPlugin-Subtract", "action_variables": {"input": "2620.1829", "amount": "5"}}\n'  # noqa: E501
+        '[ACTION]\n{"action": "MathPlugin-Subtract", "action_variables": '
+        '{"input": "2620.1829", "amount": "5"}}\n'
         "[OBSERVATION]\n2615.1829"
     )
     llm.assert_complete()
