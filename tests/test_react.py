@@ -203,6 +203,19 @@ def test_the_parser_on_text_where_the_model_ignored_the_stop_word():
     )
 
 
+async def test_a_scripted_reply_with_an_invented_observation_is_cut_at_the_stop_word():
+    invented = (
+        " I need to calculate\nAction: calculator\nAction Input: 2 ** 10\n"
+        "Observation: 1000\nThought: I now know the final answer\nFinal Answer: 1000"
+    )
+    llm = ScriptedLLM([invented, " I now know the final answer\nFinal Answer: 1024"])
+    result = await ReActAction(tools=[calculator], llm=llm, prompt_style="langchain").run("2**10?")
+    action, observation = result.intermediate_steps[0]
+    assert action.log == " I need to calculate\nAction: calculator\nAction Input: 2 ** 10"
+    assert observation == "1024"
+    assert result.output == "1024"
+
+
 def test_the_parser_restores_a_dropped_stop_word_and_cuts_an_invented_answer():
     parser = ReActOutputParser()
     assert parser.parse("Action: calc\nAction Input: 2 + 2") == AgentAction(
