@@ -66,7 +66,8 @@ class AgentFinish(BaseModel):
 class AgentResult(BaseModel):
     """What a tool loop returns: the answer, every step, and why it stopped.
 
-    ``str(result)`` is the output, so a role publishing the result publishes the answer.
+    ``str(result)`` is the output; :class:`~roles.tool_agent.ToolAgent` publishes it as the
+    message content, with the whole result as ``instruct_content``.
     """
 
     output: str
