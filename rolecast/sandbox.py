@@ -20,12 +20,16 @@ when the parent has threads (llama.cpp, ``asyncio.to_thread``).
 source* of earlier successful cells (their output discarded) in each fresh process:
 nothing persists in a long-lived process and nothing ever runs in the framework.
 
+On Linux, where ``unshare`` is allowed (as root, or with unprivileged user
+namespaces), the child also gets its own PID and mount namespaces with a fresh
+``/proc`` — it cannot see or signal the framework's process, nor read its
+``/proc/<pid>/environ`` — and its own network namespace (no network) unless
+``network=True``. Where namespaces are not available this is logged once and the
+child runs without them.
+
 This is process isolation with limits, not a security boundary against a determined
-attacker: the child runs as the same user (unless ``user=`` names another), can use
-the network, and can read what that user can read — including, on Linux,
-``/proc/<parent pid>/environ``, the environment the parent was *started* with (values
-set later through ``os.environ`` do not appear there). For hostile code use a
-container or VM, or run as an unprivileged ``user``.
+attacker: the child runs as the same user (unless ``user=`` names another) and can
+read the files that user can read. For hostile code use a container or VM.
 """
 
 from __future__ import annotations
@@ -35,12 +39,15 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from loguru import logger
 
 from .errors import SandboxError
 
@@ -261,6 +268,8 @@ async def run_python(
     max_file_mb: int | None = 64,
     max_processes: int | None = None,
     user: str | int | None = None,
+    namespaces: bool = True,
+    network: bool = False,
 ) -> SandboxResult:
     """Run ``code`` in a sandboxed ``python -I`` subprocess and return what it printed.
 
@@ -277,6 +286,9 @@ async def run_python(
         max_processes: ``RLIMIT_NPROC``; it counts all processes of the user, so off by default.
         user: run as this user (needs root), e.g. ``"nobody"``; the interpreter must be
             readable by it.
+        namespaces: on Linux, isolate the child in its own PID/mount (and network)
+            namespaces when ``unshare`` allows it.
+        network: keep network access (otherwise, with namespaces, the child has none).
 
     Raises:
         SandboxError: the interpreter could not be started (not: the code failed —
@@ -299,6 +311,10 @@ async def run_python(
             "echo": echo_last_expression,
         }
         argv = [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(cfg)]
+        if namespaces and user is None:
+            prefix = await _namespace_prefix(network)
+            if prefix:
+                argv = [*prefix, *argv]
         extra: dict[str, object] = {"start_new_session": True} if os.name == "posix" else {}
         if user is not None:
             extra["user"] = user
@@ -350,6 +366,43 @@ async def run_python(
         duration=time.monotonic() - started,
         timeout=timeout,
     )
+
+
+_NAMESPACE_PREFIX: dict[bool, list[str] | None] = {}
+
+
+async def _namespace_prefix(network: bool) -> list[str] | None:
+    """The ``unshare`` command that isolates PIDs (and the network), if it works here.
+
+    Probed once per process for each ``network`` setting: ``unshare`` must exist and
+    be allowed — as root directly, otherwise through an unprivileged user namespace.
+    """
+    if network in _NAMESPACE_PREFIX:
+        return _NAMESPACE_PREFIX[network]
+    found: list[str] | None = None
+    unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
+    if unshare:
+        base = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
+        if not network:
+            base.append("--net")
+        candidates = [base] if os.geteuid() == 0 else []
+        candidates.append([*base[:1], "--user", "--map-root-user", *base[1:]])
+        for candidate in candidates:
+            try:
+                probe = await asyncio.create_subprocess_exec(
+                    *candidate, sys.executable, "-I", "-c", "pass",
+                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                )
+                if await asyncio.wait_for(probe.wait(), 10) == 0:
+                    found = candidate
+                    break
+            except (OSError, asyncio.TimeoutError):
+                continue
+    if found is None:
+        logger.warning("sandbox: no PID/network namespaces here (unshare unavailable); "
+                       "code runs as a plain limited subprocess")
+    _NAMESPACE_PREFIX[network] = found
+    return found
 
 
 def _write(workdir: str, name: str, source: str) -> str:
