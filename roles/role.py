@@ -405,8 +405,11 @@ class Role(BaseModel):
                 response.sent_from = self.name
             return response
         if isinstance(response, BaseModel):
+            # a result model that knows how to print itself (an agent's answer) says so;
+            # any other model is published as its JSON
+            custom_str = type(response).__str__ is not BaseModel.__str__
             return Message(
-                content=response.model_dump_json(),
+                content=str(response) if custom_str else response.model_dump_json(),
                 instruct_content=response,
                 role=self.profile,
                 cause_by=todo,

@@ -32,11 +32,21 @@ def many_actions(n: int) -> list[Action]:
 
 async def test_react_mode_uses_the_state_template_with_the_role_prefix():
     llm = ScriptedLLM(["1", "-1"])
-    role = Role(name="Alice", profile="Coder", goal="write code", constraints="be brief", llm=llm,
-                actions=many_actions(3), react_mode="react", max_react_loop=5)
+    role = Role(
+        name="Alice",
+        profile="Coder",
+        goal="write code",
+        constraints="be brief",
+        llm=llm,
+        actions=many_actions(3),
+        react_mode="react",
+        max_react_loop=5,
+    )
     await role.run("add two numbers")
     prompt = llm.calls[0].prompt
-    assert prompt.startswith("You are a Coder, named Alice, your goal is write code. the constraint is be brief. ")
+    assert prompt.startswith(
+        "You are a Coder, named Alice, your goal is write code. the constraint is be brief. "
+    )
     assert "Just answer a number between 0-2" in prompt
     assert "0. A0\n1. A1\n2. A2" in prompt
     assert "Your previous stage: -1" in prompt
@@ -105,7 +115,9 @@ async def test_by_order_runs_each_action_once_in_order_without_choosing():
             return self.name
 
     llm = ScriptedLLM([])
-    role = Role(llm=llm, actions=[Step(name="write"), Step(name="run"), Step(name="report")], react_mode="by_order")
+    role = Role(
+        llm=llm, actions=[Step(name="write"), Step(name="run"), Step(name="report")], react_mode="by_order"
+    )
     rsp = await role.run("go")
     assert order == ["write", "run", "report"]
     assert rsp is not None and rsp.content == "report"
@@ -241,3 +253,31 @@ async def test_recovered_role_resumes_its_state_without_asking():
 
 def test_react_mode_values():
     assert RoleReactMode.values() == ["react", "by_order", "plan_and_act"]
+
+
+async def test_a_pydantic_result_becomes_instruct_content():
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        ok: bool
+
+    class Answer(BaseModel):
+        text: str
+
+        def __str__(self) -> str:
+            return self.text
+
+    class Judge(Action):
+        async def run(self, *args, **kwargs):
+            return Verdict(ok=True)
+
+    class Reply(Action):
+        async def run(self, *args, **kwargs):
+            return Answer(text="55")
+
+    judged = await Role(llm=ScriptedLLM([]), actions=[Judge()]).run("go")
+    assert judged is not None and judged.content == '{"ok":true}'
+    assert judged.instruct_content == Verdict(ok=True)
+    replied = await Role(llm=ScriptedLLM([]), actions=[Reply()]).run("go")
+    assert replied is not None and replied.content == "55"
+    assert isinstance(replied.instruct_content, Answer)
