@@ -6,11 +6,17 @@ so a model with constrained decoding cannot name an unknown action, and every pl
 checked as a DAG with networkx (duplicate ids, unknown dependencies, cycles). Errors
 go back to the model; after the allowed re-asks a :class:`~rolecast.errors.PlanError`
 carries them.
+
+A :class:`Plan` is a pydantic model: ``plan.model_dump_json()`` saves a run (results,
+reviews, the number of re-plans used) and ``Plan.model_validate_json(text)`` — or
+:meth:`Plan.load` — brings it back, so a run can resume without redoing finished tasks.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -21,7 +27,7 @@ from .action import Action
 
 
 class Task(BaseModel):
-    """One step of a plan."""
+    """One step of a plan: what to do, with which action, after which tasks; and how it went."""
 
     task_id: str
     dependent_task_ids: list[str] = Field(default_factory=list)
@@ -30,6 +36,15 @@ class Task(BaseModel):
     result: str = ""
     is_finished: bool = False
     is_success: bool = False
+    feedback: str = Field(default="", description="the reviewer's feedback on the last result")
+    attempts: int = 0
+
+
+class Review(BaseModel):
+    """A reviewer's verdict on a task's result: accepted (``ok``) or not, and why."""
+
+    ok: bool = True
+    feedback: str = ""
 
 
 class Plan(BaseModel):
@@ -37,6 +52,7 @@ class Plan(BaseModel):
 
     goal: str
     tasks: list[Task] = Field(default_factory=list)
+    replans: int = Field(default=0, description="re-plans used so far (bounded by the planner)")
 
     def task(self, task_id: str) -> Task:
         for t in self.tasks:
@@ -44,8 +60,12 @@ class Plan(BaseModel):
                 return t
         raise KeyError(task_id)
 
-    def errors(self, action_names: Sequence[str] | None = None) -> list[str]:
-        """Everything wrong with this plan, in words the model can fix; empty if valid."""
+    def errors(self, action_names: Sequence[str] | None = None, done_ids: Sequence[str] = ()) -> list[str]:
+        """Everything wrong with this plan, in words the model can fix; empty if valid.
+
+        ``done_ids`` are tasks finished earlier (kept across a re-plan) that new tasks
+        may depend on.
+        """
         import networkx as nx  # only when a plan is checked
 
         problems: list[str] = []
@@ -55,7 +75,7 @@ class Plan(BaseModel):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             problems.append(f"duplicate task ids: {dupes}")
-        known = set(ids)
+        known = set(ids) | set(done_ids)
         for t in self.tasks:
             missing = [d for d in t.dependent_task_ids if d not in known]
             if missing:
@@ -63,9 +83,7 @@ class Plan(BaseModel):
             if t.task_id in t.dependent_task_ids:
                 problems.append(f"task {t.task_id!r} depends on itself")
             if action_names is not None and t.action not in action_names:
-                problems.append(
-                    f"task {t.task_id!r} uses unknown action {t.action!r}; use one of {list(action_names)}"
-                )
+                problems.append(f"task {t.task_id!r} uses unknown action {t.action!r}; use one of {list(action_names)}")
         graph = self.graph()
         if not nx.is_directed_acyclic_graph(graph):
             cycle = nx.find_cycle(graph)
@@ -95,11 +113,71 @@ class Plan(BaseModel):
 
     @property
     def remaining(self) -> list[Task]:
+        """Unfinished tasks, in topological order."""
         return [t for t in self.ordered() if not t.is_finished]
 
     @property
     def finished(self) -> list[Task]:
         return [t for t in self.tasks if t.is_finished]
+
+    @property
+    def is_done(self) -> bool:
+        """Every task finished (an empty plan is not done: there is nothing to show for it)."""
+        return bool(self.tasks) and all(t.is_finished for t in self.tasks)
+
+    def ready(self) -> list[Task]:
+        """Unfinished tasks whose dependencies are all finished: they may run now, together."""
+        done = {t.task_id for t in self.tasks if t.is_finished}
+        return [t for t in self.remaining if all(d in done for d in t.dependent_task_ids)]
+
+    def merge_replan(self, fresh: Plan, tag: str) -> Plan:
+        """Finished tasks plus ``fresh``'s tasks; fresh ids that clash with finished ones get ``tag``.
+
+        A fresh task may depend on a finished task by its id.
+        """
+        done = self.finished
+        clash = {t.task_id for t in fresh.tasks} & {t.task_id for t in done}
+
+        def rename(task_id: str) -> str:
+            return f"{tag}{task_id}" if task_id in clash else task_id
+
+        tasks = [
+            t.model_copy(
+                update={
+                    "task_id": rename(t.task_id),
+                    "dependent_task_ids": [rename(d) for d in t.dependent_task_ids],
+                }
+            )
+            for t in fresh.tasks
+        ]
+        return Plan(goal=self.goal, tasks=[*done, *tasks], replans=self.replans)
+
+    def describe(self) -> str:
+        """One line per task: id, dependencies, action, instruction, state."""
+        lines = []
+        for t in self.ordered() if self.tasks and not self._has_cycle() else self.tasks:
+            deps = f" after {','.join(t.dependent_task_ids)}" if t.dependent_task_ids else ""
+            state = " [done]" if t.is_finished else ""
+            lines.append(f"[{t.task_id}]{deps} {t.action}: {t.instruction}{state}")
+        return "\n".join(lines) or "(no tasks)"
+
+    def _has_cycle(self) -> bool:
+        import networkx as nx
+
+        return not nx.is_directed_acyclic_graph(self.graph())
+
+    # --------------------------------------------------------------- storage
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the plan as JSON (atomically: a crash never leaves half a file)."""
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        tmp.replace(target)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Plan:
+        """Read a plan saved with :meth:`save`."""
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
 
 WRITE_PLAN_PROMPT = """# Goal
@@ -118,6 +196,16 @@ a short "instruction", and the name of the available action that performs it in 
 A task may only depend on tasks of this plan, and dependencies must not form a cycle.
 {extra}"""
 
+REPLAN_NOTE = """
+# Progress so far
+These tasks are finished; do not repeat them. New tasks may depend on them by id:
+{done}
+
+# What went wrong
+{problem}
+
+Plan only the remaining work (one to {max_tasks} tasks)."""
+
 
 def _plan_output_model(action_names: Sequence[str]) -> type[BaseModel]:
     """The structured-output model for a plan whose actions must be among ``action_names``."""
@@ -132,8 +220,15 @@ def _plan_output_model(action_names: Sequence[str]) -> type[BaseModel]:
     return create_model("PlanOutput", tasks=(list[task_model], ...))  # type: ignore[valid-type]
 
 
+def _to_plan(goal: str, value: BaseModel) -> Plan:
+    return Plan(goal=goal, tasks=[Task(**t.model_dump()) for t in value.tasks])  # type: ignore[attr-defined]
+
+
 class WritePlan(Action):
-    """Ask the model for a valid :class:`Plan` over the given actions."""
+    """Ask the model for a valid :class:`Plan` over the given actions.
+
+    ``done`` are tasks finished before (a re-plan): the new tasks may depend on them.
+    """
 
     name: str = "WritePlan"
     max_tasks: int = 8
@@ -145,6 +240,7 @@ class WritePlan(Action):
         actions: Sequence[Action],
         context: str = "",
         extra: str = "",
+        done: Sequence[Task] = (),
     ) -> Plan:
         names = [a.name for a in actions]
         described = "\n".join(f"- {a.name}: {a.desc or type(a).__doc__ or a.name}".strip() for a in actions)
@@ -156,10 +252,11 @@ class WritePlan(Action):
             extra=extra,
         )
         output_model = _plan_output_model(names)
+        done_ids = [t.task_id for t in done]
 
         def check(value: BaseModel) -> None:
-            plan = Plan(goal=goal, tasks=[Task(**t.model_dump()) for t in value.tasks])  # type: ignore[attr-defined]
-            problems = plan.errors(names)
+            plan = _to_plan(goal, value)
+            problems = plan.errors(names, done_ids)
             if len(plan.tasks) > self.max_tasks:
                 problems.append(f"the plan has {len(plan.tasks)} tasks; at most {self.max_tasks} are allowed")
             if problems:
@@ -176,4 +273,55 @@ class WritePlan(Action):
             )
         except OutputParseError as exc:
             raise PlanError(f"no valid plan for {goal!r}: {exc}", raw=exc.raw, errors=[str(exc)]) from exc
-        return Plan(goal=goal, tasks=[Task(**t.model_dump()) for t in value.tasks])  # type: ignore[attr-defined]
+        return _to_plan(goal, value)
+
+
+class ReviewVerdict(BaseModel):
+    """What the model answers when it reviews a task's result."""
+
+    ok: bool = Field(description="true if the result completes the task")
+    feedback: str = Field(default="", description="what is missing or wrong, if anything")
+
+
+REVIEW_PROMPT = """# Goal
+{goal}
+
+# Task
+{instruction}
+
+# Result
+{result}
+
+# Review
+Does the result complete the task well enough to go on with the plan? Answer with "ok"
+(true or false) and, if it does not, short "feedback" saying what is missing or wrong."""
+
+
+class ReviewTask(Action):
+    """Ask the model whether a task's result completes the task (the automatic LLM reviewer)."""
+
+    name: str = "ReviewTask"
+
+    async def run(self, goal: str, task: Task, result: str) -> Review:  # type: ignore[override]
+        prompt = REVIEW_PROMPT.format(goal=goal, instruction=task.instruction, result=result or "(empty)")
+        try:
+            verdict = await self.llm.structured(
+                prompt, ReviewVerdict, [self.prefix] if self.prefix else None, settings=self.settings
+            )
+        except OutputParseError:
+            # an unreadable review must not sink a finished task: accept, and say so
+            return Review(ok=True, feedback="(the review could not be read; accepted)")
+        return Review(ok=verdict.ok, feedback=verdict.feedback)
+
+
+__all__ = [
+    "REPLAN_NOTE",
+    "REVIEW_PROMPT",
+    "WRITE_PLAN_PROMPT",
+    "Plan",
+    "Review",
+    "ReviewTask",
+    "ReviewVerdict",
+    "Task",
+    "WritePlan",
+]

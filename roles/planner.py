@@ -1,111 +1,312 @@
-"""The ``plan_and_act`` engine: write a plan over the role's actions, run it, re-plan on failure."""
+"""The ``plan_and_act`` engine: write a plan over the role's actions, run it, review, re-plan.
+
+:class:`RolePlanner` asks :class:`~actions.plan.WritePlan` for a task graph, then runs
+the tasks whose dependencies are done — one at a time by default, or up to
+``concurrency`` independent tasks together. After each task a *reviewer* accepts the
+result or rejects it with feedback. A failed task or a rejected result makes the
+planner re-plan the remaining work (finished tasks are kept and never redone), at most
+``max_replans`` times; then :class:`~rolecast.errors.PlanError`.
+
+The plan is a pydantic model: with ``checkpoint="plan.json"`` it is saved after every
+step, and a later run with the same goal resumes from it; ``resume_from(plan)`` resumes
+from a plan you loaded yourself.
+
+Options come from the planner or, when not given there, from the role's
+``planner_concurrency`` / ``planner_reviewer`` attributes::
+
+    analyst = DataAnalyst(react_mode="plan_and_act", planner_concurrency=2)
+    analyst.planner = RolePlanner(max_replans=2, reviewer=ask_a_human, checkpoint="plan.json")
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
 
 from loguru import logger
 
-from actions.plan import Plan, Task, WritePlan
+from actions.action import Action
+from actions.plan import REPLAN_NOTE, Plan, Review, ReviewTask, Task, WritePlan
 from memory import Message
-from rolecast.errors import ActionFailed, PlanError
+from rolecast.errors import ActionFailed, OutputParseError, PlanError, RolecastError, ToolError, UsageError
 
 if TYPE_CHECKING:
     from .role import Role
 
+ReviewOutcome = Union[Review, bool, None]
+Reviewer = Callable[[Task, str], Union[ReviewOutcome, Awaitable[ReviewOutcome]]]
+
+# failures a different plan may get around; anything else (budget, cancellation,
+# a dead model server) ends the run as it is
+REPLANNABLE = (ActionFailed, ToolError, OutputParseError)
+RESULT_PREVIEW = 400  # characters of a finished task's result shown when re-planning
+
+
+def accept_nonempty(task: Task, result: str) -> Review:
+    """The default reviewer, a rule: any non-empty result is accepted."""
+    if result.strip():
+        return Review(ok=True)
+    return Review(ok=False, feedback=f"task {task.task_id} produced an empty result")
+
+
+def _shorten(text: str, limit: int = RESULT_PREVIEW) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 class RolePlanner:
-    """Plans with :class:`~actions.plan.WritePlan`, runs tasks in topological order.
+    """Plans with :class:`~actions.plan.WritePlan` and runs the tasks of the plan.
 
-    Each task runs the role's named action through the role's own ``_act`` (so
-    overrides work): the task's instruction, with the results of the tasks it depends
-    on, is put into the role's memory first. Each result becomes a Message in memory.
-    A failing task triggers a re-plan of the remaining work, at most ``max_replans``
-    times; then :class:`~rolecast.errors.PlanError`.
+    ``concurrency`` — how many independent tasks may run at once (default 1);
+    ``reviewer`` — ``"auto"`` (a rule: non-empty results pass; the default), ``"llm"``
+    (the model judges each result), ``"none"``, or a callable / async callable
+    ``reviewer(task, result) -> Review | bool``; ``checkpoint`` — a JSON file the plan
+    is saved to after each step and resumed from.
+
+    Each task's instruction, with the results of the tasks it depends on (and earlier
+    review feedback), is put into the role's memory and the task's action runs on the
+    role's history. A role that overrides ``_act`` has its tasks run through ``_act``,
+    one at a time.
     """
 
-    def __init__(self, max_replans: int = 1, max_tasks: int = 8):
+    def __init__(
+        self,
+        max_replans: int = 1,
+        max_tasks: int = 8,
+        *,
+        concurrency: int | None = None,
+        reviewer: Reviewer | str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+    ):
+        if concurrency is not None and concurrency < 1:
+            raise UsageError("concurrency must be at least 1")
         self.max_replans = max_replans
         self.max_tasks = max_tasks
+        self.concurrency = concurrency
+        self.reviewer = reviewer
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.plan: Plan | None = None
+        self._pending: Plan | None = None
+        self._act_lock = asyncio.Lock()
+
+    # ---------------------------------------------------------------- options
+    def _concurrency(self, role: Role) -> int:
+        value = self.concurrency or getattr(role, "planner_concurrency", None) or 1
+        if type(role)._act is not _base_act():
+            # an overridden _act works on role state (rc.todo): one task at a time
+            return 1
+        return max(1, int(value))
+
+    def _reviewer(self, role: Role) -> Reviewer | str:
+        chosen = self.reviewer if self.reviewer is not None else getattr(role, "planner_reviewer", None)
+        return chosen if chosen is not None else "auto"
 
     def _writer(self, role: Role) -> WritePlan:
         writer = WritePlan(max_tasks=self.max_tasks)
         role._init_action(writer)
         return writer
 
+    # ----------------------------------------------------------------- resume
+    def resume_from(self, plan: Plan) -> None:
+        """Run ``plan`` (e.g. loaded from JSON) at the role's next plan_and_act, skipping its finished tasks."""
+        self._pending = plan
+
+    def _resumable(self, goal: str) -> Plan | None:
+        if self._pending is not None:
+            plan, self._pending = self._pending, None
+            return plan
+        if self.plan is not None and not self.plan.is_done and self.plan.goal == goal:
+            return self.plan
+        if self.checkpoint is not None and self.checkpoint.exists():
+            saved = Plan.load(self.checkpoint)
+            if not saved.is_done and saved.goal == goal:
+                return saved
+        return None
+
+    def _save(self) -> None:
+        if self.checkpoint is not None and self.plan is not None:
+            self.plan.save(self.checkpoint)
+
+    # -------------------------------------------------------------------- run
     async def plan_and_act(self, role: Role, goal: str) -> Message | None:
-        writer = self._writer(role)
-        history = "\n".join(str(m) for m in role.rc.history)
-        plan = await writer.run(goal, role.actions, history)
-        self.plan = plan
-        logger.info("{}: plan with {} task(s)", role._setting, len(plan.tasks))
-        replans = 0
-        last: Message | None = None
-        while True:
-            task: Task | None = None
-            try:
-                for task in plan.remaining:
-                    last = await self._run_task(role, plan, task)
-                return last
-            except ActionFailed as exc:
-                if replans >= self.max_replans:
-                    raise PlanError(
-                        f"task {task.task_id if task else '?'} failed and {replans} re-plan(s) are used up",
-                        errors=[str(exc)],
-                    ) from exc
-                replans += 1
-                logger.warning("{}: {}; re-planning ({}/{})", role._setting, exc, replans, self.max_replans)
-                plan = await self._replan(role, writer, plan, task, exc, replans)
-                self.plan = plan
-
-    async def _replan(
-        self, role: Role, writer: WritePlan, plan: Plan, failed: Task | None, error: ActionFailed, n: int
-    ) -> Plan:
-        done = "\n".join(f"- [{t.task_id}] {t.instruction}: {t.result}" for t in plan.finished) or "(none)"
-        extra = (
-            f"\nA previous plan failed at task {failed.task_id if failed else '?'} "
-            f"({failed.instruction if failed else ''}): {error.cause}.\n"
-            f"These tasks are already done (do not repeat them):\n{done}\n"
-            "Plan only the remaining work."
-        )
-        history = "\n".join(str(m) for m in role.rc.history)
-        fresh = await writer.run(plan.goal, role.actions, history, extra)
-        # new ids are prefixed so they never collide with finished tasks' ids
-        prefix = f"r{n}-"
-        tasks = [
-            t.model_copy(
-                update={
-                    "task_id": prefix + t.task_id,
-                    "dependent_task_ids": [prefix + d for d in t.dependent_task_ids],
-                }
+        """Plan for ``goal`` (or resume a plan), run it to the end; returns the last task's message."""
+        plan = self._resumable(goal)
+        hooks = role.context.hooks
+        if plan is None:
+            history = "\n".join(str(m) for m in role.rc.history)
+            plan = await self._writer(role).run(goal, role.actions, history)
+            logger.info("{}: plan with {} task(s):\n{}", role._setting, len(plan.tasks), plan.describe())
+            await hooks.emit("plan.created", role=role.name, plan=plan)
+        else:
+            logger.info(
+                "{}: resuming a plan, {} of {} task(s) done", role._setting, len(plan.finished), len(plan.tasks)
             )
-            for t in fresh.tasks
-        ]
-        return Plan(goal=plan.goal, tasks=[*plan.finished, *tasks])
+            await hooks.emit("plan.resumed", role=role.name, plan=plan)
+        self.plan = plan
+        self._save()
+        return await self._run(role)
 
-    async def _run_task(self, role: Role, plan: Plan, task: Task) -> Message:
-        index = next(i for i, a in enumerate(role.actions) if a.name == task.action)
-        deps = [plan.task(d) for d in task.dependent_task_ids]
+    async def _run(self, role: Role) -> Message | None:
+        assert self.plan is not None
+        concurrency = self._concurrency(role)
+        messages: dict[str, Message] = {}
+        while True:
+            plan = self.plan
+            ready = plan.ready()
+            if not ready:
+                if plan.remaining:  # cannot happen with a checked plan; never loop forever
+                    raise PlanError(f"no task of the plan can run: {plan.describe()}")
+                break
+            batch = ready[:concurrency]
+            outcomes = await asyncio.gather(*(self._attempt(role, t) for t in batch), return_exceptions=True)
+            problems: list[str] = []
+            fatal: BaseException | None = None
+            cause: BaseException | None = None
+            for task, outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    if not isinstance(outcome, REPLANNABLE):
+                        fatal = fatal or outcome
+                        continue
+                    cause = outcome
+                    reason = outcome.cause if isinstance(outcome, ActionFailed) else outcome
+                    problems.append(
+                        f"task {task.task_id} ({task.instruction}) failed: {type(reason).__name__}: {reason}"
+                    )
+                    continue
+                msg, review = outcome
+                if review.ok:
+                    task.is_finished = task.is_success = True
+                    messages[task.task_id] = msg
+                    await role.context.hooks.emit("plan.task_finished", role=role.name, task=task)
+                else:
+                    problems.append(
+                        f"the reviewer rejected task {task.task_id} ({task.instruction}): {review.feedback}"
+                    )
+            self._save()
+            if fatal is not None:
+                raise fatal
+            if problems:
+                await self._replan(role, problems, cause)
+        return self._final_message(role, messages)
+
+    async def _attempt(self, role: Role, task: Task) -> tuple[Message, Review]:
+        """Run one task's action, then review its result."""
+        plan = self.plan
+        assert plan is not None
+        index = next((i for i, a in enumerate(role.actions) if a.name == task.action), None)
+        if index is None:
+            raise ToolError(f"task {task.task_id} names unknown action {task.action!r}")
+        task.attempts += 1
         content = task.instruction
+        deps = [plan.task(d) for d in task.dependent_task_ids]
         if deps:
             content += "\n\nResults of the tasks this one depends on:\n" + "\n".join(
                 f"[{d.task_id}] {d.result}" for d in deps
             )
-        role.rc.memory.add(
-            Message(
-                content=content,
-                role="planner",
-                cause_by=WritePlan,
-                sent_from=role.name,
-                send_to={role.name},
-                metadata={"task_id": task.task_id},
-            )
+        if task.feedback:
+            content += f"\n\nFeedback on an earlier attempt: {task.feedback}"
+        note = Message(
+            content=content,
+            role="planner",
+            cause_by=WritePlan,
+            sent_from=role.name,
+            send_to={role.name},
+            metadata={"task_id": task.task_id},
         )
-        role._set_state(index)
-        msg = await role._act_checked()
+        logger.info("{}: task {} with {}: {}", role._setting, task.task_id, task.action, task.instruction)
+        await role.context.hooks.emit("plan.task_started", role=role.name, task=task)
+        if type(role)._act is _base_act():
+            msg = await self._run_action(role, role.actions[index], note)
+        else:
+            async with self._act_lock:  # _act reads rc.todo: one at a time
+                role.rc.memory.add(note)
+                role._set_state(index)
+                msg = await role._act_checked()
         msg.metadata.setdefault("task_id", task.task_id)
         task.result = msg.content
-        task.is_finished = True
-        task.is_success = True
+        review = await self._review(role, plan, task, msg.content)
+        task.feedback = "" if review.ok else review.feedback
+        await role.context.hooks.emit("plan.review", role=role.name, task=task, review=review)
+        return msg, review
+
+    async def _run_action(self, role: Role, action: Action, note: Message) -> Message:
+        # Role._act, without the role's single rc.todo, so that tasks can run side by side
+        history = [*role.rc.history, note]
+        role.rc.memory.add(note)
+        try:
+            response = await action.run(history)
+        except RolecastError:
+            raise
+        except Exception as exc:
+            logger.error("{}: action {} raised {}: {}", role._setting, action.name, type(exc).__name__, exc)
+            raise ActionFailed(role.name, action.name, exc) from exc
+        msg = role._to_message(response, action)
+        role.rc.memory.add(msg)
         return msg
+
+    async def _review(self, role: Role, plan: Plan, task: Task, result: str) -> Review:
+        reviewer = self._reviewer(role)
+        if reviewer == "none":
+            return Review(ok=True)
+        if reviewer == "auto":
+            return accept_nonempty(task, result)
+        if reviewer == "llm":
+            judge = ReviewTask()
+            role._init_action(judge)
+            return await judge.run(plan.goal, task, result)
+        if isinstance(reviewer, str):
+            raise UsageError(f"reviewer must be 'auto', 'llm', 'none' or a callable, not {reviewer!r}")
+        outcome = reviewer(task, result)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        if outcome is None:
+            return Review(ok=True)
+        if isinstance(outcome, bool):
+            return Review(ok=outcome, feedback="" if outcome else "rejected by the reviewer")
+        return outcome
+
+    async def _replan(self, role: Role, problems: list[str], cause: BaseException | None) -> None:
+        plan = self.plan
+        assert plan is not None
+        if plan.replans >= self.max_replans:
+            raise PlanError(
+                f"{role._setting}: {problems[-1]}; the {self.max_replans} allowed re-plan(s) are used up",
+                errors=problems,
+            ) from cause
+        plan.replans += 1
+        logger.warning(
+            "{}: {}; re-planning ({}/{})", role._setting, "; ".join(problems), plan.replans, self.max_replans
+        )
+        done = "\n".join(f"- [{t.task_id}] {t.instruction}: {_shorten(t.result)}" for t in plan.finished) or "(none)"
+        extra = REPLAN_NOTE.format(done=done, problem="\n".join(problems), max_tasks=self.max_tasks)
+        history = "\n".join(str(m) for m in role.rc.history)
+        fresh = await self._writer(role).run(plan.goal, role.actions, history, extra, done=plan.finished)
+        self.plan = plan.merge_replan(fresh, f"r{plan.replans}-")
+        self._save()
+        logger.info("{}: new plan:\n{}", role._setting, self.plan.describe())
+        await role.context.hooks.emit("plan.replanned", role=role.name, plan=self.plan, problems=problems)
+
+    def _final_message(self, role: Role, messages: dict[str, Message]) -> Message | None:
+        assert self.plan is not None
+        ordered = self.plan.ordered()
+        for task in reversed(ordered):
+            if task.task_id in messages:
+                return messages[task.task_id]
+        if not ordered:
+            return None
+        last = ordered[-1]  # everything was done before (a resumed, finished plan)
+        action = next((a for a in role.actions if a.name == last.action), None)
+        return Message(content=last.result, role=role.profile, cause_by=action or WritePlan, sent_from=role.name)
+
+
+def _base_act() -> Any:
+    from .role import Role
+
+    return Role._act
+
+
+__all__ = ["REPLANNABLE", "Review", "Reviewer", "RolePlanner", "accept_nonempty"]

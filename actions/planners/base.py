@@ -237,7 +237,8 @@ class Planner:
     """
 
     name = "planner"
-    default_settings = LLMSettings(temperature=0.0, max_tokens=1024)
+    # greedy and short: a plan of a few steps is a few hundred tokens, and small models ramble
+    default_settings = LLMSettings(temperature=0.0, max_tokens=512)
 
     def __init__(
         self,

@@ -1,0 +1,313 @@
+"""plan_and_act: plan validation, re-planning, reviews, concurrency and resuming (scripted models)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import Field
+
+from actions import Action
+from actions.plan import Plan, Review, Task
+from memory import Message
+from rolecast.context import Context
+from rolecast.errors import PlanError
+from rolecast.hooks import Event
+from rolecast.testing import ScriptedLLM
+from roles import Role
+from roles.planner import RolePlanner
+
+GOAL = "Report on the sales data"
+
+
+class Step(Action):
+    """A task action that records its inputs, may sleep, and may fail its first runs."""
+
+    output: str = ""
+    delay: float = 0.0
+    fail_first: int = 0
+    inputs: list[str] = Field(default_factory=list)
+    started: list[float] = Field(default_factory=list)
+
+    async def run(self, history: list[Message]) -> str:
+        self.started.append(time.perf_counter())
+        self.inputs.append(history[-1].content)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if len(self.inputs) <= self.fail_first:
+            raise RuntimeError(f"{self.name} broke")
+        return self.output or f"{self.name} output"
+
+
+def plan_json(*tasks: tuple[str, list[str], str, str]) -> str:
+    return json.dumps(
+        {"tasks": [{"task_id": i, "dependent_task_ids": d, "instruction": ins, "action": a} for i, d, ins, a in tasks]}
+    )
+
+
+THREE = plan_json(
+    ("1", [], "load the csv", "LoadData"),
+    ("2", ["1"], "compute totals", "Analyse"),
+    ("3", ["2"], "write the report", "WriteReport"),
+)
+
+
+def analyst(llm: ScriptedLLM, **kwargs: Any) -> tuple[Role, Context]:
+    actions = kwargs.pop("actions", None) or [
+        Step(name="LoadData", desc="load data", output="rows=3"),
+        Step(name="Analyse", desc="analyse data", output="total=42"),
+        Step(name="WriteReport", desc="write a report", output="Sales total is 42."),
+    ]
+    role = Role(name="Ada", profile="DataAnalyst", llm=llm, actions=actions, react_mode="plan_and_act", **kwargs)
+    context = Context(llm=llm)
+    role.set_context(context)
+    return role, context
+
+
+def step(role: Role, name: str) -> Step:
+    action = next(a for a in role.actions if a.name == name)
+    assert isinstance(action, Step)
+    return action
+
+
+# ----------------------------------------------------------------- planning
+async def test_three_dependent_tasks_run_in_order_with_results_passed_on() -> None:
+    llm = ScriptedLLM([THREE])
+    role, context = analyst(llm)
+    events: list[str] = []
+    context.hooks.on_event(lambda e: events.append(e.kind))
+    reply = await role.run(GOAL)
+    assert reply is not None and reply.content == "Sales total is 42."
+    assert "rows=3" in step(role, "Analyse").inputs[0]
+    assert "[2] total=42" in step(role, "WriteReport").inputs[0]
+    plan = role.planner.plan
+    assert plan.is_done and [t.result for t in plan.ordered()] == ["rows=3", "total=42", "Sales total is 42."]
+    assert events[0] == "plan.created" and events.count("plan.task_finished") == 3
+    # the plan prompt lists the role's actions; the schema constrains the action names
+    assert "- LoadData: load data" in llm.calls[0].prompt
+    assert '"enum": ["LoadData", "Analyse", "WriteReport"]' in json.dumps(llm.calls[0].structured.schema)
+    llm.assert_complete()
+
+
+@pytest.mark.parametrize(
+    ("bad", "complaint"),
+    [
+        (
+            plan_json(
+                ("1", ["3"], "load", "LoadData"),
+                ("2", ["1"], "analyse", "Analyse"),
+                ("3", ["2"], "report", "WriteReport"),
+            ),
+            "cycle",
+        ),
+        (plan_json(("1", [], "load", "LoadData"), ("2", ["7"], "analyse", "Analyse")), "unknown task ids ['7']"),
+    ],
+    ids=["cycle", "unknown-dependency"],
+)
+async def test_invalid_plan_is_sent_back_and_fixed(bad: str, complaint: str) -> None:
+    llm = ScriptedLLM([bad, THREE])
+    role, _ = analyst(llm)
+    await role.run(GOAL)
+    retry = llm.calls[1].messages
+    assert retry[-2]["content"] == bad and complaint in retry[-1]["content"]
+    assert role.planner.plan.is_done and len(role.planner.plan.tasks) == 3
+    llm.assert_complete()
+
+
+async def test_no_valid_plan_is_a_plan_error() -> None:
+    bad = plan_json(("1", ["1"], "load", "LoadData"))
+    llm = ScriptedLLM([bad] * 4)
+    role, _ = analyst(llm)
+    with pytest.raises(PlanError, match="depends on itself"):
+        await role.run(GOAL)
+
+
+# --------------------------------------------------------------- re-planning
+async def test_a_failing_task_triggers_a_replan_and_finished_tasks_are_kept() -> None:
+    replan = plan_json(("2", ["1"], "compute totals again", "Analyse"), ("3", ["2"], "write it", "WriteReport"))
+    llm = ScriptedLLM([THREE, replan])
+    role, context = analyst(llm)
+    step(role, "Analyse").fail_first = 1
+    problems: list[Any] = []
+    context.hooks.on_event(lambda e: problems.append(e.data["problems"]) if e.kind == "plan.replanned" else None)
+    reply = await role.run(GOAL)
+    assert reply is not None and reply.content == "Sales total is 42."
+    assert len(step(role, "LoadData").inputs) == 1  # not redone
+    assert len(step(role, "Analyse").inputs) == 2
+    prompt = llm.calls[1].prompt
+    assert "Analyse broke" in prompt and "- [1] load the csv: rows=3" in prompt
+    plan = role.planner.plan
+    # the fresh ids clashed with finished "1"? no: "2" and "3" were unfinished, so they keep their ids
+    assert [t.task_id for t in plan.tasks] == ["1", "2", "3"] and plan.replans == 1
+    assert problems and "task 2 (compute totals) failed: RuntimeError: Analyse broke" in problems[0][0]
+    llm.assert_complete()
+
+
+async def test_replan_may_depend_on_finished_tasks_and_clashing_ids_are_renamed() -> None:
+    replan = plan_json(("1", ["1x"], "redo the analysis", "Analyse"), ("1x", [], "reload", "LoadData"))
+    llm = ScriptedLLM([THREE, replan])
+    role, _ = analyst(llm)
+    step(role, "Analyse").fail_first = 1
+    await role.run(GOAL)
+    plan = role.planner.plan
+    assert [t.task_id for t in plan.tasks] == ["1", "r1-1", "1x"]
+    assert plan.task("r1-1").dependent_task_ids == ["1x"]
+    assert plan.is_done
+
+
+async def test_the_replan_bound_ends_in_plan_error() -> None:
+    replan = plan_json(("2", ["1"], "compute totals", "Analyse"))
+    llm = ScriptedLLM([THREE, replan])
+    role, _ = analyst(llm, planner_max_replans=1)
+    step(role, "Analyse").fail_first = 99
+    with pytest.raises(PlanError) as info:
+        await role.run(GOAL)
+    assert "re-plan(s) are used up" in str(info.value)
+    assert len(info.value.errors) == 1 and "Analyse broke" in info.value.errors[0]
+    assert isinstance(info.value.__cause__, Exception)
+    assert role.planner.plan.replans == 1
+    assert len(step(role, "Analyse").inputs) == 2
+    llm.assert_complete()
+
+
+# -------------------------------------------------------------- concurrency
+async def test_independent_tasks_run_concurrently() -> None:
+    fan_in = plan_json(
+        ("a", [], "load sales", "LoadData"),
+        ("b", [], "load costs", "Analyse"),
+        ("c", ["a", "b"], "compare", "WriteReport"),
+    )
+    llm = ScriptedLLM([fan_in])
+    delay = 0.3
+    actions = [
+        Step(name="LoadData", delay=delay, output="sales"),
+        Step(name="Analyse", delay=delay, output="costs"),
+        Step(name="WriteReport", output="margin"),
+    ]
+    role, _ = analyst(llm, actions=actions, planner_concurrency=2)
+    began = time.perf_counter()
+    reply = await role.run(GOAL)
+    elapsed = time.perf_counter() - began
+    assert reply is not None and reply.content == "margin"
+    assert elapsed < 1.6 * delay, f"two {delay}s tasks took {elapsed:.2f}s: not concurrent"
+    assert abs(step(role, "LoadData").started[0] - step(role, "Analyse").started[0]) < delay / 2
+    inputs = step(role, "WriteReport").inputs[0]
+    assert "[a] sales" in inputs and "[b] costs" in inputs
+
+
+async def test_default_is_one_task_at_a_time() -> None:
+    fan_in = plan_json(("a", [], "one", "LoadData"), ("b", [], "two", "Analyse"))
+    actions = [Step(name="LoadData", delay=0.1), Step(name="Analyse", delay=0.1)]
+    role, _ = analyst(ScriptedLLM([fan_in]), actions=actions)
+    await role.run(GOAL)
+    assert step(role, "Analyse").started[0] - step(role, "LoadData").started[0] >= 0.09
+
+
+# ------------------------------------------------------------------- resume
+async def test_resume_from_a_serialised_plan_skips_finished_tasks() -> None:
+    first = Plan(goal=GOAL, **json.loads(THREE))
+    first.task("1").result, first.task("1").is_finished, first.task("1").is_success = "rows=5", True, True
+    saved = first.model_dump_json()
+
+    llm = ScriptedLLM([])  # no plan is written
+    role, _ = analyst(llm)
+    role.planner.resume_from(Plan.model_validate_json(saved))
+    reply = await role.run(GOAL)
+    assert reply is not None and reply.content == "Sales total is 42."
+    assert step(role, "LoadData").inputs == []
+    assert "[1] rows=5" in step(role, "Analyse").inputs[0]
+    assert role.planner.plan.is_done
+
+
+async def test_checkpoint_file_lets_a_broken_run_resume(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "plan.json"
+    role, _ = analyst(ScriptedLLM([THREE]))
+    role.planner = RolePlanner(max_replans=0, checkpoint=checkpoint)
+    step(role, "Analyse").fail_first = 1
+    with pytest.raises(PlanError):
+        await role.run(GOAL)
+    saved = Plan.load(checkpoint)
+    assert [t.is_finished for t in saved.ordered()] == [True, False, False]
+
+    # a new process: a fresh role, the same checkpoint, the same goal
+    again, _ = analyst(ScriptedLLM([]))
+    again.planner = RolePlanner(checkpoint=checkpoint)
+    reply = await again.run(GOAL)
+    assert reply is not None and reply.content == "Sales total is 42."
+    assert step(again, "LoadData").inputs == []
+    assert Plan.load(checkpoint).is_done
+
+
+# ------------------------------------------------------------------ reviews
+async def test_a_human_reviewer_rejects_once_and_the_work_is_replanned() -> None:
+    verdicts: list[tuple[str, str]] = []
+
+    async def human(task: Task, result: str) -> Review:
+        verdicts.append((task.task_id, result))
+        if task.action == "WriteReport" and len([v for v in verdicts if v[0].endswith("3")]) == 1:
+            return Review(ok=False, feedback="mention the quarter")
+        return Review(ok=True)
+
+    replan = plan_json(("3", ["2"], "write the report and mention the quarter", "WriteReport"))
+    llm = ScriptedLLM([THREE, replan])
+    role, _ = analyst(llm, planner_reviewer=human)
+    reply = await role.run(GOAL)
+    assert reply is not None
+    assert [v[0] for v in verdicts] == ["1", "2", "3", "3"]
+    assert "the reviewer rejected task 3 (write the report): mention the quarter" in llm.calls[1].prompt
+    # the redo is told what the reviewer said
+    assert "Feedback on an earlier attempt: mention the quarter" not in step(role, "WriteReport").inputs[0]
+    assert "mention the quarter" in step(role, "WriteReport").inputs[1]
+    assert len(step(role, "Analyse").inputs) == 1
+    llm.assert_complete()
+
+
+async def test_reviewer_may_answer_a_bool_and_rejection_counts_against_the_bound() -> None:
+    role, _ = analyst(ScriptedLLM([THREE]))
+    role.planner = RolePlanner(max_replans=0, reviewer=lambda task, result: task.task_id != "2")
+    with pytest.raises(PlanError, match="rejected task 2"):
+        await role.run(GOAL)
+
+
+async def test_llm_reviewer_and_empty_results() -> None:
+    llm = ScriptedLLM([THREE, '{"ok": true}', '{"ok": true}', '{"ok": true, "feedback": ""}'])
+    role, _ = analyst(llm)
+    role.planner = RolePlanner(reviewer="llm")
+    await role.run(GOAL)
+    assert "# Result\nrows=3" in llm.calls[1].prompt
+    llm.assert_complete()
+
+    # the default rule rejects an empty result
+    role2, _ = analyst(ScriptedLLM([THREE]))
+    step(role2, "Analyse").output = " "
+    role2.planner = RolePlanner(max_replans=0)
+    with pytest.raises(PlanError, match="empty result"):
+        await role2.run(GOAL)
+
+
+async def test_an_overridden_act_still_runs_tasks() -> None:
+    class Loud(Role):
+        async def _act(self) -> Message:
+            msg = await super()._act()
+            msg.content = msg.content.upper()
+            return msg
+
+    llm = ScriptedLLM([THREE])
+    role = Loud(
+        name="L",
+        llm=llm,
+        actions=[Step(name="LoadData"), Step(name="Analyse"), Step(name="WriteReport", output="done")],
+        react_mode="plan_and_act",
+        planner_concurrency=3,
+    )
+    role.set_context(Context(llm=llm))
+    reply = await role.run(GOAL)
+    assert reply is not None and reply.content == "DONE"
+
+
+def test_events_are_plain_events() -> None:
+    assert Event("plan.created").data == {}
