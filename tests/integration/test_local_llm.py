@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import sys
 import time
 from pathlib import Path
 
@@ -133,3 +134,25 @@ async def test_model_is_loaded_once_and_shared() -> None:
 def test_missing_gguf_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         LocalLLM(tmp_path / "nope.gguf")
+
+
+def test_bench_choose_quick(tmp_path: Path) -> None:
+    """bench/bench_choose.py --quick runs end to end; the grammar-constrained answers are all valid."""
+    import importlib.util as iu
+    import json
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "bench_choose.py"
+    spec = iu.spec_from_file_location("bench_choose", script)
+    assert spec is not None and spec.loader is not None
+    bench = iu.module_from_spec(spec)
+    sys.modules["bench_choose"] = bench  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop("bench_choose", None)
+    out = tmp_path / "choose.json"
+    summary = bench.main(["--quick", "--out", str(out)])
+    assert summary["conversations"] == 6
+    assert summary["constrained"]["valid_share"] == 1.0
+    data = json.loads(out.read_text())
+    assert len(data["rows"]) == 6 and data["summary"] == summary
