@@ -21,7 +21,7 @@ import importlib.util
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,6 +107,8 @@ class _Loaded:
 
 _MODELS: dict[str, _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
+_GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGrammar
+_GRAMMARS_LOCK = threading.Lock()
 
 
 def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
@@ -192,8 +194,6 @@ class LocalLLM(BaseLLM):
         self.model_path = str(path.resolve())
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self._grammars: dict[str, Any] = {}
-        self._grammars_lock = threading.Lock()
 
     @classmethod
     def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> LocalLLM:
@@ -219,11 +219,13 @@ class LocalLLM(BaseLLM):
         """The underlying ``llama_cpp.Llama`` (loads the model if needed; blocking)."""
         return self._loaded().llama
 
-    def _grammar(self, key: str, build: Any) -> Any:
-        with self._grammars_lock:
-            grammar = self._grammars.get(key)
+    @staticmethod
+    def _grammar(key: str, build: Callable[[], Any]) -> Any:
+        # a grammar is text compiled against no model: one cache serves every instance
+        with _GRAMMARS_LOCK:
+            grammar = _GRAMMARS.get(key)
             if grammar is None:
-                grammar = self._grammars[key] = build()
+                grammar = _GRAMMARS[key] = build()
             return grammar
 
     def _choice_grammar(self, n_options: int) -> Any:
