@@ -326,13 +326,17 @@ class LocalLLM(BaseLLM):
                     # the stream carries no usage: count the prompt here and one token per chunk
                     prompt_tokens = len(loaded.llama.tokenize(messages_text(messages).encode(), add_bos=True))
                     n_chunks = 0
-                    for chunk in loaded.llama.create_chat_completion(**kwargs):
-                        if cancelled.is_set():
-                            break  # leaving the loop closes llama's generator
-                        text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
-                        if text:
-                            n_chunks += 1
-                            put(text)
+                    chunks = loaded.llama.create_chat_completion(**kwargs)
+                    try:
+                        for chunk in chunks:
+                            if cancelled.is_set():
+                                break  # the consumer stopped: free the model for the next call
+                            text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+                            if text:
+                                n_chunks += 1
+                                put(text)
+                    finally:
+                        chunks.close()  # inside the lock: llama's generator still uses the context
                     put(Usage(prompt_tokens, n_chunks, estimated=True))
             except BaseException as exc:
                 put(_Failure(exc))
