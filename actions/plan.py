@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from rolecast.errors import OutputParseError, PlanError
+from rolecast.llm.base import LLMSettings
 
 from .action import Action
 
@@ -88,7 +89,7 @@ class Plan(BaseModel):
         if not nx.is_directed_acyclic_graph(graph):
             cycle = nx.find_cycle(graph)
             problems.append("the dependencies form a cycle: " + " -> ".join(f"{a}" for a, _ in cycle))
-        return problems
+        return list(dict.fromkeys(problems))  # one line per distinct problem
 
     def graph(self) -> Any:
         """The task graph (edges point from a dependency to its dependant)."""
@@ -194,6 +195,8 @@ Write a plan to achieve the goal: one to {max_tasks} tasks. Each task has a uniq
 the ids of the tasks it depends on in "dependent_task_ids" (results of those tasks are given to it),
 a short "instruction", and the name of the available action that performs it in "action".
 A task may only depend on tasks of this plan, and dependencies must not form a cycle.
+For example, a plan that uses each action once, in order:
+{example}
 {extra}"""
 
 REPLAN_NOTE = """
@@ -207,17 +210,41 @@ These tasks are finished; do not repeat them. New tasks may depend on them by id
 Plan only the remaining work (one to {max_tasks} tasks)."""
 
 
-def _plan_output_model(action_names: Sequence[str]) -> type[BaseModel]:
+# Bounds that a grammar-constrained model cannot step over: without them a small model
+# may fill its whole token budget with one instruction and leave the JSON unfinished.
+MAX_TASK_ID = 12
+MAX_INSTRUCTION = 160
+WRITE_PLAN_SETTINGS = LLMSettings(max_tokens=1024)
+
+
+def _plan_output_model(action_names: Sequence[str], max_tasks: int = 8) -> type[BaseModel]:
     """The structured-output model for a plan whose actions must be among ``action_names``."""
     action_type: Any = Literal[tuple(action_names)] if action_names else str  # type: ignore[valid-type]
     task_model = create_model(
         "PlanTask",
-        task_id=(str, ...),
-        dependent_task_ids=(list[str], Field(default_factory=list)),
-        instruction=(str, ...),
+        task_id=(str, Field(min_length=1, max_length=MAX_TASK_ID)),
+        dependent_task_ids=(list[str], Field(default_factory=list, max_length=max_tasks)),
+        instruction=(str, Field(min_length=1, max_length=MAX_INSTRUCTION)),
         action=(action_type, ...),
     )
-    return create_model("PlanOutput", tasks=(list[task_model], ...))  # type: ignore[valid-type]
+    tasks: Any = (list[task_model], Field(min_length=1, max_length=max_tasks))  # type: ignore[valid-type]
+    return create_model("PlanOutput", tasks=tasks)
+
+
+def _example(actions: Sequence[Action], max_tasks: int) -> str:
+    """A format example over the role's own actions (small models copy its shape)."""
+    import json
+
+    tasks = [
+        {
+            "task_id": str(i),
+            "dependent_task_ids": [str(i - 1)] if i > 1 else [],
+            "instruction": (a.desc or a.name).splitlines()[0][:MAX_INSTRUCTION],
+            "action": a.name,
+        }
+        for i, a in enumerate(actions[:max_tasks], 1)
+    ]
+    return json.dumps({"tasks": tasks}, ensure_ascii=False)
 
 
 def _to_plan(goal: str, value: BaseModel) -> Plan:
@@ -249,9 +276,10 @@ class WritePlan(Action):
             context=context or "(none)",
             actions=described,
             max_tasks=self.max_tasks,
+            example=_example(actions, self.max_tasks),
             extra=extra,
         )
-        output_model = _plan_output_model(names)
+        output_model = _plan_output_model(names, self.max_tasks)
         done_ids = [t.task_id for t in done]
 
         def check(value: BaseModel) -> None:
@@ -269,7 +297,7 @@ class WritePlan(Action):
                 [self.prefix] if self.prefix else None,
                 retries=self.retries,
                 validate=check,
-                settings=self.settings,
+                settings=WRITE_PLAN_SETTINGS.merged(self.settings),
             )
         except OutputParseError as exc:
             raise PlanError(f"no valid plan for {goal!r}: {exc}", raw=exc.raw, errors=[str(exc)]) from exc

@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from loguru import logger
 
@@ -53,6 +53,22 @@ def accept_nonempty(task: Task, result: str) -> Review:
     return Review(ok=False, feedback=f"task {task.task_id} produced an empty result")
 
 
+def by_order_plan(goal: str, actions: Sequence[Action]) -> Plan:
+    """A plan that runs each action once, in order, each after the one before."""
+    return Plan(
+        goal=goal,
+        tasks=[
+            Task(
+                task_id=str(i),
+                dependent_task_ids=[str(i - 1)] if i > 1 else [],
+                instruction=(a.desc.strip() or a.name).splitlines()[0],
+                action=a.name,
+            )
+            for i, a in enumerate(actions, 1)
+        ],
+    )
+
+
 def _shorten(text: str, limit: int = RESULT_PREVIEW) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -65,7 +81,9 @@ class RolePlanner:
     ``reviewer`` — ``"auto"`` (a rule: non-empty results pass; the default), ``"llm"``
     (the model judges each result), ``"none"``, or a callable / async callable
     ``reviewer(task, result) -> Review | bool``; ``checkpoint`` — a JSON file the plan
-    is saved to after each step and resumed from.
+    is saved to after each step and resumed from; ``fallback="by_order"`` — when the
+    model writes no valid plan, run the role's actions once each, in order (logged),
+    instead of raising :class:`~rolecast.errors.PlanError`.
 
     Each task's instruction, with the results of the tasks it depends on (and earlier
     review feedback), is put into the role's memory and the task's action runs on the
@@ -81,6 +99,7 @@ class RolePlanner:
         concurrency: int | None = None,
         reviewer: Reviewer | str | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
+        fallback: Literal["raise", "by_order"] = "raise",
     ):
         if concurrency is not None and concurrency < 1:
             raise UsageError("concurrency must be at least 1")
@@ -89,6 +108,7 @@ class RolePlanner:
         self.concurrency = concurrency
         self.reviewer = reviewer
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
+        self.fallback = fallback
         self.plan: Plan | None = None
         self._pending: Plan | None = None
         self._act_lock = asyncio.Lock()
@@ -137,8 +157,7 @@ class RolePlanner:
         plan = self._resumable(goal)
         hooks = role.context.hooks
         if plan is None:
-            history = "\n".join(str(m) for m in role.rc.history)
-            plan = await self._writer(role).run(goal, role.actions, history)
+            plan = await self._first_plan(role, goal)
             logger.info("{}: plan with {} task(s):\n{}", role._setting, len(plan.tasks), plan.describe())
             await hooks.emit("plan.created", role=role.name, plan=plan)
         else:
@@ -149,6 +168,18 @@ class RolePlanner:
         self.plan = plan
         self._save()
         return await self._run(role)
+
+    async def _first_plan(self, role: Role, goal: str) -> Plan:
+        history = "\n".join(str(m) for m in role.rc.history)
+        try:
+            return await self._writer(role).run(goal, role.actions, history)
+        except PlanError as exc:
+            if self.fallback != "by_order":
+                raise
+            # a model too small to write a valid graph still gets the work done, in order
+            logger.warning("{}: {}; falling back to the actions in order", role._setting, exc)
+            await role.context.hooks.emit("plan.fallback", role=role.name, error=exc)
+            return by_order_plan(goal, role.actions)
 
     async def _run(self, role: Role) -> Message | None:
         assert self.plan is not None
@@ -309,4 +340,4 @@ def _base_act() -> Any:
     return Role._act
 
 
-__all__ = ["REPLANNABLE", "Review", "Reviewer", "RolePlanner", "accept_nonempty"]
+__all__ = ["REPLANNABLE", "Review", "Reviewer", "RolePlanner", "accept_nonempty", "by_order_plan"]

@@ -126,6 +126,25 @@ async def test_no_valid_plan_is_a_plan_error() -> None:
         await role.run(GOAL)
 
 
+async def test_fallback_runs_the_actions_in_order_when_no_plan_is_valid() -> None:
+    bad = plan_json(("1", ["1"], "load", "LoadData"))
+    llm = ScriptedLLM([bad] * 4)
+    role, context = analyst(llm)
+    role.planner = RolePlanner(fallback="by_order")
+    kinds: list[str] = []
+    context.hooks.on_event(lambda e: kinds.append(e.kind))
+    reply = await role.run(GOAL)
+    assert reply is not None and reply.content == "Sales total is 42."
+    plan = role.planner.plan
+    assert [(t.task_id, t.dependent_task_ids, t.action) for t in plan.tasks] == [
+        ("1", [], "LoadData"),
+        ("2", ["1"], "Analyse"),
+        ("3", ["2"], "WriteReport"),
+    ]
+    assert plan.task("2").instruction == "analyse data" and "plan.fallback" in kinds
+    llm.assert_complete()
+
+
 # --------------------------------------------------------------- re-planning
 async def test_a_failing_task_triggers_a_replan_and_finished_tasks_are_kept() -> None:
     replan = plan_json(("2", ["1"], "compute totals again", "Analyse"), ("3", ["2"], "write it", "WriteReport"))
@@ -311,3 +330,25 @@ async def test_an_overridden_act_still_runs_tasks() -> None:
 
 def test_events_are_plain_events() -> None:
     assert Event("plan.created").data == {}
+
+
+def test_data_plan_example_runs_four_dependent_tasks() -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
+    env["PYTHONPATH"] = str(root)
+    out = subprocess.run(
+        [sys.executable, "examples/data_plan.py", "--scripted"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "[4] after 2,3 WriteReport: Write the board report from both analyses [done]" in out.stdout
+    assert "[2] Analyse: Revenue by region: North 575 (45%)" in out.stdout
+    assert "=== report ===\nRevenue reached 1,270 last year." in out.stdout

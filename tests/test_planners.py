@@ -294,9 +294,7 @@ async def test_basic_planner_reasks_on_an_unknown_function_without_schema_suppor
     plan = await BasicPlanner(kernel, service_id="planner").create_plan("joke about cars in Spanish")
     assert len(plan) == 2
     assert planner_llm.calls[0].structured is None
-    assert (
-        "FunPlugin.Pun" in planner_llm.calls[1].prompt and "unknown function" in planner_llm.calls[1].prompt
-    )
+    assert "FunPlugin.Pun" in planner_llm.calls[1].prompt and "unknown function" in planner_llm.calls[1].prompt
 
 
 async def test_basic_planner_gives_up_with_plan_error() -> None:
@@ -376,3 +374,26 @@ async def test_prompt_function_in_a_registry_without_kernel() -> None:
     plan = FunctionPlan("goal", steps=[PlanStep("P.Do")], input="it")
     result = await plan.invoke(FunctionRegistry.of(fn))
     assert str(result) == "done" and llm.calls[0].prompt == "Do it"
+
+
+def test_sequential_planner_example_replays_the_seed_run() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
+    env["PYTHONPATH"] = str(root)
+    out = subprocess.run(
+        [sys.executable, "examples/sequential_planner.py", "--scripted"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert '<function.WriterPlugin.Translate input="$POEM" language="Chinese"' in out.stdout
+    assert "=== result ===\n从前有个叫多伊的人" in out.stdout
+    assert "calling WriterPlugin.Translate" in out.stderr  # the example's hook logged the call
