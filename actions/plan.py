@@ -14,10 +14,11 @@ reviews, the number of re-plans used) and ``Plan.model_validate_json(text)`` —
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -217,8 +218,25 @@ MAX_INSTRUCTION = 160
 WRITE_PLAN_SETTINGS = LLMSettings(max_tokens=1024)
 
 
-def _plan_output_model(action_names: Sequence[str], max_tasks: int = 8) -> type[BaseModel]:
-    """The structured-output model for a plan whose actions must be among ``action_names``."""
+class _SchemaOverride(BaseModel):
+    """A model that validates as declared but shows providers another JSON schema."""
+
+    schema_override: ClassVar[dict[str, Any] | None] = None
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if cls.schema_override is not None:
+            return copy.deepcopy(cls.schema_override)
+        return super().model_json_schema(*args, **kwargs)
+
+
+def _plan_output_model(
+    action_names: Sequence[str], max_tasks: int = 8, dag: bool = False, done_ids: Sequence[str] = ()
+) -> type[BaseModel]:
+    """The structured-output model for a plan whose actions must be among ``action_names``.
+
+    With ``dag`` its JSON schema is :func:`dag_schema` (the validation stays the same).
+    """
     action_type: Any = Literal[tuple(action_names)] if action_names else str  # type: ignore[valid-type]
     task_model = create_model(
         "PlanTask",
@@ -228,7 +246,70 @@ def _plan_output_model(action_names: Sequence[str], max_tasks: int = 8) -> type[
         action=(action_type, ...),
     )
     tasks: Any = (list[task_model], Field(min_length=1, max_length=max_tasks))  # type: ignore[valid-type]
-    return create_model("PlanOutput", tasks=tasks)
+    if not dag:
+        return create_model("PlanOutput", tasks=tasks)
+    output = create_model("PlanOutput", __base__=_SchemaOverride, tasks=tasks)
+    output.schema_override = dag_schema(action_names, max_tasks, done_ids)
+    return output
+
+
+def dag_schema(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """A JSON schema whose every instance is a valid task graph over ``action_names``.
+
+    Task *k* (``"1"``, ``"2"`` …, in order) may depend only on tasks before it, so ids are
+    unique, every dependency exists and no cycle can form. A model that decodes under
+    a grammar made from this schema (the embedded llama.cpp model) writes a valid plan
+    on the first try, however small it is. In a re-plan, ``done_ids`` (finished tasks)
+    may be depended on too, and the new ids get a prefix that none of them has.
+    """
+    action: dict[str, Any] = {"enum": list(action_names)} if action_names else {"type": "string"}
+    prefix = ""
+    if done_ids:
+        n = 1
+        while any(d.startswith(f"r{n}-") for d in done_ids):
+            n += 1
+        prefix = f"r{n}-"
+    defs: dict[str, Any] = {}
+    for k in range(1, max_tasks + 1):
+        earlier = [*done_ids, *(f"{prefix}{i}" for i in range(1, k))]
+        deps: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "maxItems": 0}
+        if earlier:
+            deps = {"type": "array", "items": {"enum": earlier}, "maxItems": len(earlier)}
+        defs[f"Task{k}"] = {
+            "type": "object",
+            "properties": {
+                "task_id": {"const": f"{prefix}{k}"},
+                "dependent_task_ids": deps,
+                "instruction": {"type": "string", "minLength": 1, "maxLength": MAX_INSTRUCTION},
+                "action": action,
+            },
+            "required": ["task_id", "dependent_task_ids", "instruction", "action"],
+            "additionalProperties": False,
+        }
+    lengths = [
+        {
+            "type": "array",
+            "prefixItems": [{"$ref": f"#/$defs/Task{i}"} for i in range(1, n + 1)],
+            "items": False,
+            "minItems": n,
+            "maxItems": n,
+        }
+        for n in range(1, max_tasks + 1)
+    ]
+    return {
+        "$defs": defs,
+        "type": "object",
+        "properties": {"tasks": {"anyOf": lengths}},
+        "required": ["tasks"],
+        "additionalProperties": False,
+    }
+
+
+def constrains_by_grammar(llm: Any) -> bool:
+    """True for the embedded llama.cpp model, which decodes under a grammar made from the schema."""
+    from rolecast.llm.local import LocalLLM  # no llama_cpp import: the module loads it lazily
+
+    return isinstance(llm, LocalLLM)
 
 
 def _example(actions: Sequence[Action], max_tasks: int) -> str:
@@ -260,6 +341,10 @@ class WritePlan(Action):
     name: str = "WritePlan"
     max_tasks: int = 8
     retries: int = 3
+    dag_schema: bool | None = Field(
+        default=None,
+        description="constrain the output schema to acyclic plans (None: on grammar-constrained models)",
+    )
 
     async def run(  # type: ignore[override]
         self,
@@ -279,8 +364,10 @@ class WritePlan(Action):
             example=_example(actions, self.max_tasks),
             extra=extra,
         )
-        output_model = _plan_output_model(names, self.max_tasks)
+        llm = self.llm
+        dag = self.dag_schema if self.dag_schema is not None else constrains_by_grammar(llm)
         done_ids = [t.task_id for t in done]
+        output_model = _plan_output_model(names, self.max_tasks, dag, done_ids)
 
         def check(value: BaseModel) -> None:
             plan = _to_plan(goal, value)
@@ -291,7 +378,7 @@ class WritePlan(Action):
                 raise ValueError("; ".join(problems))
 
         try:
-            value = await self.llm.structured(
+            value = await llm.structured(
                 prompt,
                 output_model,
                 [self.prefix] if self.prefix else None,

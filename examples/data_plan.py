@@ -179,6 +179,7 @@ async def main(
     # fallback: a model too small to write a valid task graph still gets the work done, in order
     analyst.planner = RolePlanner(
         max_replans=2,
+        max_tasks=4,
         checkpoint=checkpoint,
         reviewer=ask_a_human if human_review else None,
         fallback="by_order",

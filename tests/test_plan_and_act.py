@@ -145,6 +145,45 @@ async def test_fallback_runs_the_actions_in_order_when_no_plan_is_valid() -> Non
     llm.assert_complete()
 
 
+async def test_dag_schema_admits_only_acyclic_plans() -> None:
+    from actions.plan import WritePlan
+
+    llm = ScriptedLLM([THREE])
+    role, _ = analyst(llm)
+    writer = WritePlan(dag_schema=True, max_tasks=3)
+    role._init_action(writer)
+    plan = await writer.run(GOAL, role.actions)
+    assert len(plan.tasks) == 3
+    schema = llm.calls[0].structured.schema
+    task3 = schema["$defs"]["Task3"]["properties"]
+    assert task3["task_id"] == {"const": "3"}
+    assert task3["dependent_task_ids"]["items"] == {"enum": ["1", "2"]}
+    assert schema["$defs"]["Task1"]["properties"]["dependent_task_ids"]["maxItems"] == 0
+    assert task3["action"] == {"enum": ["LoadData", "Analyse", "WriteReport"]}
+    lengths = schema["properties"]["tasks"]["anyOf"]
+    assert [len(v["prefixItems"]) for v in lengths] == [1, 2, 3]
+
+    # a re-plan may depend on finished tasks; its ids get a prefix none of them has
+    done = [Task(task_id="1", instruction="x", action="LoadData", is_finished=True)]
+    llm2 = ScriptedLLM([plan_json(("r1-1", ["1"], "again", "Analyse"))])
+    writer.llm = llm2
+    fresh = await writer.run(GOAL, role.actions, done=done)
+    assert fresh.tasks[0].dependent_task_ids == ["1"]
+    defs = llm2.calls[0].structured.schema["$defs"]
+    assert defs["Task2"]["properties"]["task_id"] == {"const": "r1-2"}
+    assert defs["Task2"]["properties"]["dependent_task_ids"]["items"] == {"enum": ["1", "r1-1"]}
+
+
+def test_dag_schema_compiles_to_a_llama_cpp_grammar() -> None:
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from actions.plan import dag_schema
+
+    grammar = json_schema_to_gbnf(json.dumps(dag_schema(["A", "B"], 4, ["1"])))
+    assert 'Task3-task-id ::= "\\"r1-3\\""' in grammar
+
+
 # --------------------------------------------------------------- re-planning
 async def test_a_failing_task_triggers_a_replan_and_finished_tasks_are_kept() -> None:
     replan = plan_json(("2", ["1"], "compute totals again", "Analyse"), ("3", ["2"], "write it", "WriteReport"))
