@@ -18,7 +18,7 @@ import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from pydantic import BaseModel, Field, create_model
 
@@ -26,6 +26,8 @@ from rolecast.errors import OutputParseError, PlanError
 from rolecast.llm.base import LLMSettings
 
 from .action import Action
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Task(BaseModel):
@@ -246,11 +248,19 @@ def _plan_output_model(
         action=(action_type, ...),
     )
     tasks: Any = (list[task_model], Field(min_length=1, max_length=max_tasks))  # type: ignore[valid-type]
-    if not dag:
-        return create_model("PlanOutput", tasks=tasks)
-    output = create_model("PlanOutput", __base__=_SchemaOverride, tasks=tasks)
-    output.schema_override = dag_schema(action_names, max_tasks, done_ids)
-    return output
+    output = create_model("PlanOutput", tasks=tasks)
+    return with_json_schema(output, dag_schema(action_names, max_tasks, done_ids)) if dag else output
+
+
+def with_json_schema(model: type[M], schema: dict[str, Any]) -> type[M]:
+    """A subclass of ``model`` that validates as ``model`` but shows providers ``schema``.
+
+    For a grammar-constrained model a tighter schema than pydantic can express (bounded
+    strings, one object shape per function, acyclic ids) keeps the answer valid and short.
+    """
+    sub = create_model(model.__name__, __base__=(model, _SchemaOverride))
+    cast(Any, sub).schema_override = schema
+    return cast("type[M]", sub)
 
 
 def dag_schema(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[str] = ()) -> dict[str, Any]:

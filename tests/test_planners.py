@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -380,7 +382,6 @@ def test_sequential_planner_example_replays_the_seed_run() -> None:
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
@@ -397,3 +398,62 @@ def test_sequential_planner_example_replays_the_seed_run() -> None:
     assert '<function.WriterPlugin.Translate input="$POEM" language="Chinese"' in out.stdout
     assert "=== result ===\n从前有个叫多伊的人" in out.stdout
     assert "calling WriterPlugin.Translate" in out.stderr  # the example's hook logged the call
+
+
+# ------------------------------------------------ grammar-constrained models
+def grammar_model(tmp_path: Path, replies: list[str]) -> Any:
+    """A stand-in for the embedded llama.cpp model that records the schema it is asked with."""
+    from rolecast.llm.base import Completion
+    from rolecast.llm.local import LocalLLM
+
+    weights = tmp_path / "fake.gguf"
+    weights.write_bytes(b"")  # never loaded: _complete is replaced
+
+    class GrammarModel(LocalLLM):
+        async def _complete(
+            self, messages: Any, *, stop: Any, settings: Any, structured: Any = None, tools: Any = None
+        ) -> Any:
+            self.schemas.append(structured.schema if structured else None)
+            return Completion(text=replies.pop(0))
+
+    llm = GrammarModel(model_path=weights)
+    llm.schemas = []
+    return llm
+
+
+async def test_basic_planner_asks_a_grammar_model_with_one_shape_per_function(tmp_path: Path) -> None:
+    llm = grammar_model(tmp_path, [BASIC_ANSWER])
+    kernel = joke_kernel(ScriptedLLM([]), ScriptedLLM([]))
+    plan = await BasicPlanner(kernel, llm=llm).create_plan("joke about cars in Spanish")
+    assert [s.function for s in plan.steps] == ["FunPlugin.Joke", "WriterPlugin.Translate"]
+    schema = llm.schemas[0]
+    shapes = schema["properties"]["subtasks"]["items"]["anyOf"]
+    assert [s["properties"]["function"] for s in shapes] == [
+        {"const": "FunPlugin.Joke"},
+        {"const": "WriterPlugin.Translate"},
+    ]
+    translate_args = shapes[1]["properties"]["args"]
+    assert list(translate_args["properties"]) == ["language"]  # input flows from the step before
+    assert translate_args["additionalProperties"] is False
+    assert schema["properties"]["input"]["maxLength"] > 0
+
+
+async def test_action_planner_asks_a_grammar_model_with_none_or_one_function(tmp_path: Path) -> None:
+    llm = grammar_model(tmp_path, ['{"plan":{"rationale":"no jokes here","function":"","parameters":{}}}'])
+    plan = await ActionPlanner(action_kernel(ScriptedLLM([])), llm=llm).create_plan("tell me a joke")
+    assert plan.is_empty and plan.rationale == "no jokes here"
+    choices = llm.schemas[0]["properties"]["plan"]["anyOf"]
+    assert [c["properties"]["function"]["const"] for c in choices] == ["", "TimePlugin.Time", "FileIOPlugin.WriteAsync"]
+    assert list(choices[2]["properties"]["parameters"]["properties"]) == ["content", "path"]
+
+
+def test_grammar_schemas_compile_for_llama_cpp() -> None:
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from actions.planners.action_planner import action_grammar_schema
+    from actions.planners.basic import basic_grammar_schema
+
+    functions = joke_kernel(ScriptedLLM([]), ScriptedLLM([])).functions.functions()
+    assert "FunPlugin.Joke" in json_schema_to_gbnf(json.dumps(basic_grammar_schema(functions)))
+    assert "WriterPlugin.Translate" in json_schema_to_gbnf(json.dumps(action_grammar_schema(functions)))

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from ..prompt_function import PromptTemplate
-from .base import FunctionPlan, Planner, PlanStep
+from ..tools import KernelFunction
+from .base import MAX_RATIONALE, FunctionPlan, Planner, PlanStep, arguments_schema
 from .prompts import (
     ACTION_EDGE_CASE_EXAMPLES,
     ACTION_GOOD_EXAMPLES,
@@ -46,6 +47,31 @@ def constrained_action_model(names: list[str]) -> type[ActionPlanModel]:
     fn_field: Any = (str, Field(default="", json_schema_extra=enum))
     choice = create_model("ActionChoice", __base__=ActionChoice, function=fn_field)
     return create_model("ActionPlan", __base__=ActionPlanModel, plan=(choice, ...))
+
+
+def action_grammar_schema(functions: list[KernelFunction]) -> dict[str, Any]:
+    """The action plan's schema for grammar-constrained models: none, or one function's shape."""
+    rationale = {"type": "string", "maxLength": MAX_RATIONALE}
+    none = {"type": "object", "properties": {}, "additionalProperties": False}
+    choices = [("", none), *((f.full_name, arguments_schema(f)) for f in functions)]
+    return {
+        "type": "object",
+        "properties": {
+            "plan": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {"rationale": rationale, "function": {"const": name}, "parameters": params},
+                        "required": ["rationale", "function", "parameters"],
+                        "additionalProperties": False,
+                    }
+                    for name, params in choices
+                ]
+            }
+        },
+        "required": ["plan"],
+        "additionalProperties": False,
+    }
 
 
 class ActionPlanner(Planner):
@@ -83,6 +109,7 @@ class ActionPlanner(Planner):
             await self.render_prompt(goal),
             ActionPlanModel,
             constrained_type=constrained_action_model([f.full_name for f in functions]),
+            grammar_schema=action_grammar_schema(functions),
             validate=validate,
             stop=[ACTION_STOP],
         )
@@ -94,4 +121,4 @@ class ActionPlanner(Planner):
         return self._plan(goal, steps=steps, rationale=choice.rationale, raw=raw)
 
 
-__all__ = ["ActionChoice", "ActionPlanModel", "ActionPlanner", "constrained_action_model"]
+__all__ = ["ActionChoice", "ActionPlanModel", "ActionPlanner", "action_grammar_schema", "constrained_action_model"]

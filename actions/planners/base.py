@@ -32,6 +32,7 @@ from rolecast.errors import OutputParseError, PlanError, ToolError
 from rolecast.jsonutil import extract_json
 from rolecast.llm.base import BaseLLM, LLMSettings, to_messages
 
+from ..plan import constrains_by_grammar, with_json_schema
 from ..prompt_function import FunctionResult, arguments_for, use_functions
 from ..tools import FunctionRegistry, KernelFunction, Plugin
 from .prompts import JSON_FIX
@@ -143,9 +144,7 @@ class FunctionPlan:
                         logger.warning("plan step {} skipped: no function {!r}", number, step.function)
                         continue
                     known = ", ".join(f.full_name for f in registry.functions()) or "none"
-                    raise ToolError(
-                        f"plan step {number}: unknown function {step.function!r}; available: {known}"
-                    )
+                    raise ToolError(f"plan step {number}: unknown function {step.function!r}; available: {known}")
                 args = _step_arguments(function, step, variables)
                 logger.debug("plan step {}: {} {}", number, function.full_name, args)
                 output = await function.invoke(args, context=ctx)
@@ -225,6 +224,21 @@ def _in_context(context: Context) -> Iterator[None]:
     else:
         with context.scope():
             yield
+
+
+MAX_VALUE = 200  # characters of one argument value a grammar-constrained model may write
+MAX_RATIONALE = 300
+
+
+def arguments_schema(function: KernelFunction, *, skip: Sequence[str] = ()) -> dict[str, Any]:
+    """An object of optional, bounded string arguments: the function's own parameters only."""
+    return {
+        "type": "object",
+        "properties": {
+            p.name: {"type": "string", "maxLength": MAX_VALUE} for p in function.parameters if p.name not in skip
+        },
+        "additionalProperties": False,
+    }
 
 
 class Planner:
@@ -314,21 +328,28 @@ class Planner:
         output_type: type[M],
         *,
         constrained_type: type[M] | None = None,
+        grammar_schema: dict[str, Any] | None = None,
         validate: Callable[[M], None],
         stop: Sequence[str] | None = None,
     ) -> tuple[M, str]:
         """Ask for a JSON plan: structured (schema-constrained) when the model can, else re-ask.
 
-        Returns the validated value and the raw text. Parse and validation errors go back
-        to the model; after ``max_tries`` answers, :class:`PlanError` carries the last one.
+        ``constrained_type`` is asked of providers that take a JSON schema;
+        ``grammar_schema`` (tighter: bounded strings, one shape per function) replaces its
+        schema on models that decode under a grammar. Returns the validated value and the
+        raw text. Parse and validation errors go back to the model; after ``max_tries``
+        answers, :class:`PlanError` carries the last one.
         """
         llm = self.llm
         with self._scope():
             if llm.supports_json_schema:
+                asked = constrained_type or output_type
+                if grammar_schema is not None and constrains_by_grammar(llm):
+                    asked = with_json_schema(output_type, grammar_schema)
                 try:
                     value = await llm.structured(
                         prompt,
-                        constrained_type or output_type,
+                        asked,
                         retries=self.max_tries - 1,
                         validate=validate,
                         settings=self.settings,

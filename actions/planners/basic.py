@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field, create_model, field_validator
 from rolecast.errors import PlanError
 
 from ..prompt_function import PromptTemplate
-from .base import FunctionPlan, Planner, PlanStep
+from ..tools import KernelFunction
+from .base import MAX_VALUE, FunctionPlan, Planner, PlanStep, arguments_schema
 from .prompts import BASIC_PLANNER_PROMPT, render_basic_manual
 
 
@@ -52,6 +53,33 @@ def constrained_basic_model(names: list[str]) -> type[BasicPlanModel]:
     return create_model("BasicPlan", __base__=BasicPlanModel, subtasks=subtasks)
 
 
+def basic_grammar_schema(functions: list[KernelFunction], max_steps: int = 8) -> dict[str, Any]:
+    """The basic plan's schema for grammar-constrained models: one subtask shape per function.
+
+    ``input`` flows from step to step, so it is not among a subtask's ``args``.
+    """
+    subtask = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"function": {"const": f.full_name}, "args": arguments_schema(f, skip=("input",))},
+                "required": ["function", "args"],
+                "additionalProperties": False,
+            }
+            for f in functions
+        ]
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "maxLength": MAX_VALUE},
+            "subtasks": {"type": "array", "items": subtask, "minItems": 1, "maxItems": max_steps},
+        },
+        "required": ["input", "subtasks"],
+        "additionalProperties": False,
+    }
+
+
 class BasicPlanner(Planner):
     """Semantic Kernel's basic planner: ``plan = await BasicPlanner(kernel).create_plan(goal)``."""
 
@@ -81,6 +109,7 @@ class BasicPlanner(Planner):
             prompt,
             BasicPlanModel,
             constrained_type=constrained_basic_model([f.full_name for f in functions]),
+            grammar_schema=basic_grammar_schema(functions),
             validate=validate,
         )
         steps = []
@@ -90,4 +119,4 @@ class BasicPlanner(Planner):
         return self._plan(goal, steps=steps, input=value.input or None, raw=raw)
 
 
-__all__ = ["BasicPlanModel", "BasicPlanner", "Subtask", "constrained_basic_model"]
+__all__ = ["BasicPlanModel", "BasicPlanner", "Subtask", "basic_grammar_schema", "constrained_basic_model"]
