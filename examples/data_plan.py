@@ -161,10 +161,14 @@ def scripted_model() -> FunctionLLM:
     return FunctionLLM(answer)
 
 
+_TERMINAL = asyncio.Lock()  # tasks run side by side; their questions must not
+
+
 async def ask_a_human(task: Task, result: str) -> Review:
     """A reviewer that asks at the terminal (``--human-review``)."""
     question = f"\n[{task.task_id}] {task.instruction}\n{result}\nAccept? [Y/n or feedback] "
-    reply = (await asyncio.to_thread(input, question)).strip()
+    async with _TERMINAL:
+        reply = (await asyncio.to_thread(input, question)).strip()
     if reply.lower() in ("", "y", "yes"):
         return Review(ok=True)
     return Review(ok=False, feedback="rejected" if reply.lower() in ("n", "no") else reply)
