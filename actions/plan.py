@@ -316,10 +316,8 @@ def dag_schema(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[s
 
 
 def constrains_by_grammar(llm: Any) -> bool:
-    """True for the embedded llama.cpp model, which decodes under a grammar made from the schema."""
-    from rolecast.llm.local import LocalLLM  # no llama_cpp import: the module loads it lazily
-
-    return isinstance(llm, LocalLLM)
+    """True for models that decode under a grammar made from the schema (the embedded model)."""
+    return bool(getattr(llm, "grammar_constrained", False))
 
 
 def _example(actions: Sequence[Action], max_tasks: int) -> str:

@@ -115,14 +115,14 @@ class RolePlanner:
 
     # ---------------------------------------------------------------- options
     def _concurrency(self, role: Role) -> int:
-        value = self.concurrency or getattr(role, "planner_concurrency", None) or 1
+        value = self.concurrency or role.planner_concurrency or 1
         if type(role)._act is not _base_act():
             # an overridden _act works on role state (rc.todo): one task at a time
             return 1
         return max(1, int(value))
 
     def _reviewer(self, role: Role) -> Reviewer | str:
-        chosen = self.reviewer if self.reviewer is not None else getattr(role, "planner_reviewer", None)
+        chosen = self.reviewer if self.reviewer is not None else role.planner_reviewer
         return chosen if chosen is not None else "auto"
 
     def _writer(self, role: Role) -> WritePlan:

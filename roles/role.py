@@ -160,6 +160,10 @@ class Role(BaseModel):
     observe_all_msg_from_buffer: bool = False
     planner_max_replans: int = 1
     planner_max_tasks: int = 8
+    #: plan_and_act: how many independent tasks may run at once (1 = one after another)
+    planner_concurrency: int = 1
+    #: plan_and_act: "auto" (a rule), "llm", "none", or a callable ``(task, result) -> Review | bool``
+    planner_reviewer: Any = "auto"
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _context: Context | None = PrivateAttr(default=None)

@@ -150,12 +150,16 @@ class BaseLLM(ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
 
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
-    can constrain output to a JSON schema), ``supports_tools`` (native tool calls),
-    ``free`` (usage is counted but costs nothing, e.g. a local model).
+    can constrain output to a JSON schema), ``grammar_constrained`` (it decodes under
+    a grammar, so constrained output is guaranteed), ``supports_tools`` (native tool
+    calls), ``free`` (usage is counted but costs nothing, e.g. a local model).
     """
 
     supports_json_schema: bool = False
     supports_tools: bool = False
+    #: decodes under a grammar built from the schema: the output *always* matches it, so
+    #: callers may ask with tighter schemas than a prompt-following model could honour
+    grammar_constrained: bool = False
     free: bool = False
 
     def __init__(self, model: str, settings: LLMSettings | None = None):

