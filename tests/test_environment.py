@@ -59,7 +59,7 @@ async def test_send_to_a_profile_reaches_that_role():
 
 
 async def test_a_role_never_reacts_to_its_own_broadcast():
-    env = Environment(context=None) if False else Environment()
+    env = Environment()
     # watches its own action: without the rule it would talk to itself forever
     chatty = Role(name="Chatty", actions=[Listen()], watch=[Listen, UserRequirement], llm=ScriptedLLM([]))
     env.add_role(chatty)

@@ -39,7 +39,6 @@ def test_the_readme_main_job_runs_on_the_embedded_model_within_its_round_limit()
     speakers = [line[4:].split(" (")[0] for line in out.stdout.splitlines() if line.startswith("--- ")]
     assert speakers[:3] == ["user", "Alice", "Bob"]
     assert len(speakers) <= 1 + 3  # the idea, then at most one message per round here
-    assert "SmolLM2-135M-Instruct" not in out.stdout or "$0.000000" in out.stdout
     assert "total: " in out.stdout and "$0.000000" in out.stdout  # local calls cost nothing
 
 
@@ -50,7 +49,7 @@ class Note(Action):
 
 async def test_react_mode_thinking_on_the_embedded_model_always_picks_a_valid_state():
     # twelve states: a free answer would be "1. Step0 …" or prose; the grammar only allows -1 … 11
-    llm = LocalLLM(settings=None)
+    llm = LocalLLM()
     actions = [Note(name=f"Step{i}", desc=f"step number {i}") for i in range(12)]
     role = Role(name="Ada", profile="Planner", goal="finish the steps", llm=llm, actions=actions,
                 react_mode="react", max_react_loop=3)
@@ -86,7 +85,7 @@ async def test_plan_and_act_on_the_embedded_model_gets_a_valid_plan_on_the_first
     llm = LocalLLM()
     role = Role(name="Ana", profile="Analyst", goal="add numbers", llm=llm,
                 actions=[Gather(), Sum(), Write()], react_mode="plan_and_act")
-    team = Team(llm=llm, roles=[role], watch=None) if False else Team(llm=llm, roles=[role])
+    team = Team(llm=llm, roles=[role])
     history = await team.run(n_round=1, idea="Gather the numbers, add them up, and write the answer.")
     assert history[-1].sent_from == "Ana"
     plan = role.planner.plan
