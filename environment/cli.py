@@ -11,8 +11,7 @@ import argparse
 import asyncio
 import sys
 
-from loguru import logger
-
+from rolecast import enable_logging
 from rolecast.config import Config
 from rolecast.errors import RolecastError
 
@@ -61,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("n", type=int)
     args = parser.parse_args(argv)
 
-    for name in ("rolecast", "memory", "actions", "roles", "environment"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if args.verbose else "INFO")
+    enable_logging("DEBUG" if args.verbose else "INFO")
     try:
         if args.command == "info":
             return _info()

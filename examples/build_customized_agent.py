@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 
 from loguru import logger
 
 from actions import Action
 from memory import Message
+from rolecast import enable_logging
 from rolecast.sandbox import run_python
 from rolecast.testing import FunctionLLM
 from roles import Role
@@ -91,8 +91,5 @@ if __name__ == "__main__":
     parser.add_argument("instruction", nargs="?", default="compute the 10th fibonacci number")
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     args = parser.parse_args()
-    for name in ("rolecast", "memory", "actions", "roles", "environment"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.instruction, args.scripted))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 
 from loguru import logger
 
 from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
+from rolecast import enable_logging
 from rolecast.testing import FunctionLLM
 from roles import Role
 
@@ -139,8 +139,5 @@ if __name__ == "__main__":
     parser.add_argument("--n-round", type=int, default=5)
     parser.add_argument("--scripted", action="store_true", help="use a canned model (no API key, no local model)")
     args = parser.parse_args()
-    for name in ("rolecast", "memory", "actions", "roles", "environment"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.idea, args.investment, args.n_round, args.scripted))

@@ -21,16 +21,14 @@ import asyncio
 import csv
 import io
 import json
-import sys
 from collections import defaultdict
 from typing import Any
-
-from loguru import logger
 
 from actions import Action
 from actions.plan import Review, Task
 from environment import Team
 from memory import Message
+from rolecast import enable_logging
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import Call, FunctionLLM
@@ -221,8 +219,5 @@ if __name__ == "__main__":
     parser.add_argument("--checkpoint", help="save the plan here after every step, and resume from it")
     parser.add_argument("--human-review", action="store_true", help="review each task's result yourself")
     args = parser.parse_args()
-    for name in ("rolecast", "actions", "roles", "environment"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.goal, args.scripted, args.checkpoint, args.human_review))

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from typing import Any
-
-from loguru import logger
 
 from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
+from rolecast import enable_logging
 from rolecast.testing import FunctionLLM
 from roles import Role
 
@@ -102,8 +100,5 @@ if __name__ == "__main__":
     parser.add_argument("--n-round", type=int, default=4)
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     args = parser.parse_args()
-    for name in ("rolecast", "memory", "actions", "roles", "environment"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.topic, args.investment, args.n_round, args.scripted))

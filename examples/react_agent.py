@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-
-from loguru import logger
 
 from actions import AgentResult, python_tool
+from rolecast import enable_logging
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
@@ -124,8 +122,5 @@ if __name__ == "__main__":
         "--style", choices=["langchain", "qwen"], default="langchain", help="the ReAct prompt"
     )
     args = parser.parse_args()
-    for name in ("rolecast", "actions", "roles"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.question, args.scripted, args.style))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
 from loguru import logger
 
 from actions import InputVariable, Kernel, SequentialPlanner
 from actions.planners import FunctionPlan
+from rolecast import enable_logging
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Invocation
 from rolecast.llm.base import LLMSettings
@@ -134,8 +134,5 @@ if __name__ == "__main__":
     parser.add_argument("goal", nargs="?", default=GOAL)
     parser.add_argument("--scripted", action="store_true", help="replay a good run with a canned model")
     args = parser.parse_args()
-    for name in ("rolecast", "actions"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.goal, args.scripted))

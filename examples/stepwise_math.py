@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from typing import Annotated
 
-from loguru import logger
-
 from actions import AgentResult, Plugin, kernel_function
+from rolecast import enable_logging
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
@@ -140,8 +138,5 @@ if __name__ == "__main__":
         "--scripted", action="store_true", help="replay the article's run with a canned model"
     )
     args = parser.parse_args()
-    for name in ("rolecast", "actions", "roles"):
-        logger.enable(name)
-    logger.remove()
-    logger.add(sys.stderr, level="INFO")
+    enable_logging("INFO")
     asyncio.run(main(args.question, args.scripted))
