@@ -6,6 +6,7 @@ from .action import Action, UserRequirement
 from .builtin_tools import PythonTool, calculator, calculator_tool, python_tool, tool_run_scope
 from .function_calling import FunctionCallingAction
 from .kernel import Kernel
+from .plan import Plan, Task, WritePlan
 from .planners import ActionPlanner, BasicPlanner, FunctionPlan, PlanStep, SequentialPlanner
 from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate
 from .react import ReActAction
@@ -40,6 +41,7 @@ __all__ = [
     "InputVariable",
     "Kernel",
     "KernelFunction",
+    "Plan",
     "PlanStep",
     "Plugin",
     "PromptFunction",
@@ -48,10 +50,12 @@ __all__ = [
     "ReActAction",
     "SequentialPlanner",
     "StepwiseAction",
+    "Task",
     "Tool",
     "ToolLoopAction",
     "ToolParameter",
     "UserRequirement",
+    "WritePlan",
     "calculator",
     "calculator_tool",
     "kernel_function",
