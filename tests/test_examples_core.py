@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+import support
 
 
 def run_example(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
-    )
+    out = support.run_example(*args)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import Field
+from support import run_example
 
 from actions import Action
 from actions.plan import Plan, Review, Task
@@ -373,21 +374,7 @@ def test_events_are_plain_events() -> None:
 
 
 def test_data_plan_example_runs_four_dependent_tasks() -> None:
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(root)
-    out = subprocess.run(
-        [sys.executable, "examples/data_plan.py", "--scripted"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env=env,
-        timeout=120,
-    )
+    out = run_example("examples/data_plan.py", "--scripted")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "[4] after 2,3 WriteReport: Write the board report from both analyses [done]" in out.stdout
     assert "[2] Analyse: Revenue by region: North 575 (45%)" in out.stdout
@@ -400,16 +387,7 @@ def test_data_plan_example_runs_four_dependent_tasks() -> None:
     reason="the embedded model is not installed",
 )
 def test_data_plan_example_on_the_embedded_model_plans_once_and_finishes() -> None:
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(root)
-    out = subprocess.run(
-        [sys.executable, "examples/data_plan.py"], capture_output=True, text=True, cwd=root, env=env, timeout=900
-    )
+    out = run_example("examples/data_plan.py", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "using the embedded local model" in out.stderr
     assert "falling back" not in out.stderr  # the acyclic schema made the first plan valid

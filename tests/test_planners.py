@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import run_example
 
 from actions import FunctionRegistry, Plugin, tool
 from actions.kernel import Kernel
@@ -379,21 +380,7 @@ async def test_prompt_function_in_a_registry_without_kernel() -> None:
 
 
 def test_sequential_planner_example_replays_the_seed_run() -> None:
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(root)
-    out = subprocess.run(
-        [sys.executable, "examples/sequential_planner.py", "--scripted"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env=env,
-        timeout=120,
-    )
+    out = run_example("examples/sequential_planner.py", "--scripted")
     assert out.returncode == 0, out.stderr[-3000:]
     assert '<function.WriterPlugin.Translate input="$POEM" language="Chinese"' in out.stdout
     assert "=== result ===\n从前有个叫多伊的人" in out.stdout
@@ -482,21 +469,7 @@ async def test_json_planners_parse_on_the_first_try_on_the_embedded_model(planne
 @pytest.mark.integration
 @pytest.mark.skipif(not _embedded_model_installed(), reason="the embedded model is not installed")
 def test_sequential_planner_example_ends_cleanly_on_the_embedded_model() -> None:
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(root)
-    out = subprocess.run(
-        [sys.executable, "examples/sequential_planner.py"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        env=env,
-        timeout=900,
-    )
+    out = run_example("examples/sequential_planner.py", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "using the embedded local model" in out.stderr
     # a 135M model may plan badly; the example says what happened either way

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +13,8 @@ from environment import Team
 from rolecast.llm.local import LocalLLM
 from roles import Role
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared support.py
+from support import run_example
 
 pytestmark = [
     pytest.mark.integration,
@@ -27,12 +26,9 @@ pytestmark = [
 
 
 def test_the_readme_main_job_runs_on_the_embedded_model_within_its_round_limit():
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ROLECAST_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run(
-        [sys.executable, "examples/build_customized_multi_agents.py", "write a function that adds two numbers",
-         "--n-round", "3"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=900,
+    out = run_example(
+        "examples/build_customized_multi_agents.py", "write a function that adds two numbers", "--n-round", "3",
+        timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "using the embedded local model" in out.stderr
