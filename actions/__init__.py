@@ -1,28 +1,56 @@
-"""Actions: what roles do. ``Action`` to subclass, the built-in actions, tools, ReAct and planners."""
+"""Actions: what roles do. ``Action`` to subclass, and the built-in kinds of action.
+
+Where things live (one home for each concept):
+
+* :mod:`actions.action` — :class:`Action`, :class:`UserRequirement`;
+* :mod:`actions.perform` — the one path that runs an action for a role;
+* :mod:`actions.plan_and_act` — MetaGPT's plan_and_act mode: plans, the plan writer, the runner;
+* :mod:`actions.tools` — tools, plugins, the function registry, manuals, built-in tools, the sandbox;
+* :mod:`actions.loops` — the agent loops over tools: ReAct, stepwise, native function calling;
+* :mod:`actions.semantic_kernel` — the Semantic Kernel port: kernel, prompt functions, planners.
+"""
 
 from loguru import logger
 
 from .action import Action, UserRequirement
-from .builtin_tools import PythonTool, calculator, calculator_tool, python_tool, tool_run_scope
-from .function_calling import FunctionCallingAction
-from .kernel import Kernel
-from .plan import Plan, Task, WritePlan
-from .planners import ActionPlanner, BasicPlanner, FunctionPlan, PlanStep, SequentialPlanner
-from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate
-from .react import ReActAction
-from .stepwise import StepwiseAction
-from .tool_loop import AgentAction, AgentFinish, AgentResult, ToolLoopAction
+from .loops import (
+    AgentAction,
+    AgentFinish,
+    AgentResult,
+    FunctionCallingAction,
+    ReActAction,
+    StepwiseAction,
+    ToolLoopAction,
+)
+from .plan_and_act import Plan, PlanRunner, Task, WritePlan
+from .semantic_kernel import (
+    ActionPlanner,
+    BasicPlanner,
+    FunctionPlan,
+    FunctionResult,
+    InputVariable,
+    Kernel,
+    PlanStep,
+    PromptFunction,
+    PromptTemplate,
+    SequentialPlanner,
+)
 from .tools import (
     FunctionRegistry,
     KernelFunction,
     Plugin,
+    PythonTool,
     Tool,
     ToolParameter,
+    calculator,
+    calculator_tool,
     kernel_function,
+    python_tool,
     render_langchain,
     render_qwen,
     render_sk_manual,
     tool,
+    tool_run_scope,
 )
 
 logger.disable("actions")
@@ -42,6 +70,7 @@ __all__ = [
     "Kernel",
     "KernelFunction",
     "Plan",
+    "PlanRunner",
     "PlanStep",
     "Plugin",
     "PromptFunction",

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
-from rolecast.errors import BudgetExceeded, RolecastError, UsageError
+from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
 from roles import Role
 
 
@@ -25,7 +25,8 @@ class Environment(BaseModel):
 
     ``on_error``: ``"stop"`` (default) re-raises the first failure of a round after
     every role has finished its turn; ``"continue"`` records failures in ``errors``
-    and goes on. :class:`~rolecast.errors.BudgetExceeded` always stops.
+    and goes on. :class:`~rolecast.errors.BudgetExceeded` and usage errors (a mistake
+    in the script, such as a scripted test model called too often) always stop.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -70,7 +71,7 @@ class Environment(BaseModel):
         return list(self.roles)
 
     # ------------------------------------------------------------ messaging
-    def publish_message(self, message: Message, peekable: bool = True) -> bool:
+    def publish_message(self, message: Message) -> bool:
         """Record the message in ``history`` and deliver it to every addressed role."""
         self.history.add(message)
         if MESSAGE_ROUTE_TO_ALL in message.send_to:
@@ -113,19 +114,28 @@ class Environment(BaseModel):
             self._handle_failures(active, results)
 
     def _handle_failures(self, active: list[Role], results: list[Any]) -> None:
-        failures: list[BaseException] = [r for r in results if isinstance(r, BaseException)]
-        if not failures:
+        failed = [(role, r) for role, r in zip(active, results, strict=True) if isinstance(r, BaseException)]
+        if not failed:
             return
-        for failure in failures:
-            if not isinstance(failure, Exception):  # CancelledError, KeyboardInterrupt
-                raise failure
-        for failure in failures:
-            if isinstance(failure, BudgetExceeded):
-                raise failure
+        errors = [(role, _typed(role, failure)) for role, failure in failed]
+        for _, error in errors:
+            if not isinstance(error, RolecastError):  # CancelledError, KeyboardInterrupt
+                raise error
+        for _, error in errors:
+            if isinstance(error, (BudgetExceeded, UsageError)):
+                raise error
         if self.on_error == "stop":
-            raise failures[0]
-        for role, result in zip(active, results, strict=True):
-            if isinstance(result, BaseException):
-                error = result if isinstance(result, RolecastError) else RolecastError(str(result))
-                self.errors.append(error)
-                logger.error("{} failed this round and the team goes on: {}", role, result)
+            raise errors[0][1]
+        for role, error in errors:
+            assert isinstance(error, RolecastError)
+            self.errors.append(error)
+            logger.error("{} failed this round and the team goes on: {}", role, error)
+
+
+def _typed(role: Role, failure: BaseException) -> BaseException:
+    """A role's failure as a rolecast error (a foreign one is chained, never flattened)."""
+    if isinstance(failure, RolecastError) or not isinstance(failure, Exception):
+        return failure
+    error = ActionFailed(role.name, "run", failure)
+    error.__cause__ = failure
+    return error

@@ -100,9 +100,7 @@ class Team(BaseModel):
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(
-        self, n_round: int = 3, idea: str = "", send_to: str = "", auto_archive: bool = True
-    ) -> list[Message]:
+    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
         """Run up to ``n_round`` rounds, stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).

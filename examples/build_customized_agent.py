@@ -16,9 +16,9 @@ import re
 from loguru import logger
 
 from actions import Action
+from actions.tools.sandbox import run_python
 from memory import Message
 from rolecast import enable_logging
-from rolecast.sandbox import run_python
 from rolecast.testing import FunctionLLM
 from roles import Role
 

@@ -25,7 +25,7 @@ from collections import defaultdict
 from typing import Any
 
 from actions import Action
-from actions.plan import Review, Task
+from actions.plan_and_act import PlanRunner, Review, Task
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
@@ -33,7 +33,6 @@ from rolecast.errors import ConfigError, RolecastError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import Call, FunctionLLM
 from roles import Role
-from roles.planner import RolePlanner
 
 GOAL = "Analyse last year's sales by region and by quarter, then write a short report for the board."
 
@@ -179,7 +178,7 @@ async def main(
     team = Team(llm=scripted_model() if scripted else None)
     analyst = DataAnalyst(planner_concurrency=2)
     # fallback: a model too small to write a valid task graph still gets the work done, in order
-    analyst.planner = RolePlanner(
+    analyst.planner = PlanRunner(
         max_replans=2,
         max_tasks=4,
         checkpoint=checkpoint,

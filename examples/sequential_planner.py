@@ -20,7 +20,7 @@ import asyncio
 from loguru import logger
 
 from actions import InputVariable, Kernel, SequentialPlanner
-from actions.planners import FunctionPlan
+from actions.semantic_kernel import FunctionPlan
 from rolecast import enable_logging
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Invocation

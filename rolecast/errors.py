@@ -94,6 +94,10 @@ class ToolError(RunError):
     """A tool or function could not be found, or its arguments were invalid."""
 
 
+class TemplateError(ToolError):
+    """A prompt template could not be rendered (bad syntax, unknown function, bad call)."""
+
+
 class SandboxError(RunError):
     """The sandbox could not start or run the code (not: the code itself failed)."""
 
@@ -144,6 +148,10 @@ class InvalidChoice(OutputParseError):
         )
 
 
+class PlanParseError(OutputParseError):
+    """One answer of the model could not be read as a plan (the planner re-asks)."""
+
+
 class ScriptExhausted(LLMError):
     """A scripted test model was called more times than it has replies."""
 
@@ -177,10 +185,12 @@ __all__ = [
     "NestedEventLoopError",
     "OutputParseError",
     "PlanError",
+    "PlanParseError",
     "RolecastError",
     "RunError",
     "SandboxError",
     "ScriptExhausted",
+    "TemplateError",
     "ToolError",
     "UsageError",
 ]

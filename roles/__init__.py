@@ -2,15 +2,8 @@
 
 from loguru import logger
 
-from .role import (
-    CONSTRAINT_TEMPLATE,
-    PREFIX_TEMPLATE,
-    STATE_TEMPLATE,
-    MessageQueue,
-    Role,
-    RoleContext,
-    RoleReactMode,
-)
+from .context import MessageQueue, RoleContext, RoleReactMode
+from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
 from .tool_agent import ToolAgent
 
 logger.disable("roles")

@@ -11,25 +11,31 @@ React modes:
   ``-1`` — or an invalid answer, which is logged — ends the loop without acting;
   ``max_react_loop`` bounds it; a role with one action needs no model call.
 * ``by_order``: each action once, in order, no model call to choose.
-* ``plan_and_act``: a planner writes a task graph over the role's actions and runs it
-  (see :mod:`roles.planner`).
+* ``plan_and_act``: the role's ``planner`` (a :class:`~actions.plan_and_act.PlanRunner`)
+  writes a task graph over the role's actions and runs it.
+
+Every action runs through :func:`actions.perform.perform`: the result becomes a
+Message, a failure becomes :class:`~rolecast.errors.ActionFailed`, and the message is
+remembered once.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
-from enum import Enum
 from typing import Any
 
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from actions import Action, UserRequirement
-from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message, any_to_str
+from actions.perform import perform
+from actions.plan_and_act import PlanRunner
+from memory import MESSAGE_ROUTE_TO_ALL, Message, any_to_str
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
 from rolecast.llm.base import BaseLLM
+
+from .context import RoleContext, RoleReactMode
 
 PREFIX_TEMPLATE = "You are a {profile}, named {name}, your goal is {goal}. "
 CONSTRAINT_TEMPLATE = "the constraint is {constraints}. "
@@ -50,81 +56,6 @@ Please note that the answer only needs a number, no need to add any other text.
 If you think you have completed your goal and don't need to go to any of the stages, return -1.
 Do not answer anything else, and do not add any other information in your answer.
 """  # noqa: E501  (the wording is MetaGPT's, kept verbatim)
-
-
-class RoleReactMode(str, Enum):
-    REACT = "react"
-    BY_ORDER = "by_order"
-    PLAN_AND_ACT = "plan_and_act"
-
-    @classmethod
-    def values(cls) -> list[str]:
-        return [m.value for m in cls]
-
-
-class MessageQueue:
-    """A role's inbox.
-
-    While the environment runs a round the inbox is *sealed*: messages published
-    during the round are held back and become readable at the next round, so what a
-    role sees never depends on which role the scheduler happened to run first.
-    """
-
-    def __init__(self) -> None:
-        self._queue: deque[Message] = deque()
-        self._held: deque[Message] = deque()
-        self._sealed = False
-
-    def push(self, message: Message) -> None:
-        (self._held if self._sealed else self._queue).append(message)
-
-    def pop_all(self) -> list[Message]:
-        items = list(self._queue)
-        self._queue.clear()
-        return items
-
-    def seal(self) -> None:
-        """Hold back messages pushed from now on (the start of a round)."""
-        self._sealed = True
-
-    def unseal(self) -> None:
-        """Release held messages for the next round."""
-        self._sealed = False
-        if self._held:
-            self._queue.extend(self._held)
-            self._held.clear()
-
-    def empty(self) -> bool:
-        return not self._queue and not self._held
-
-    def __len__(self) -> int:
-        return len(self._queue) + len(self._held)
-
-
-class RoleContext(BaseModel):
-    """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    env: Any = Field(default=None, exclude=True)
-    msg_buffer: MessageQueue = Field(default_factory=MessageQueue, exclude=True)
-    memory: Memory = Field(default_factory=Memory)
-    working_memory: Memory = Field(default_factory=Memory)
-    state: int = -1
-    todo: Action | None = Field(default=None, exclude=True)
-    watch: set[str] = Field(default_factory=set)
-    news: list[Message] = Field(default_factory=list, exclude=True)
-    react_mode: RoleReactMode = RoleReactMode.REACT
-    max_react_loop: int = 1
-
-    @property
-    def important_memory(self) -> list[Message]:
-        """Messages caused by the actions this role watches."""
-        return self.memory.get_by_actions(self.watch)
-
-    @property
-    def history(self) -> list[Message]:
-        return self.memory.get()
 
 
 class Role(BaseModel):
@@ -167,7 +98,7 @@ class Role(BaseModel):
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _context: Context | None = PrivateAttr(default=None)
-    _planner: Any = PrivateAttr(default=None)
+    _planner: PlanRunner | None = PrivateAttr(default=None)
 
     def __init__(self, llm: BaseLLM | None = None, **data: Any):
         actions = data.pop("actions", None)
@@ -239,16 +170,14 @@ class Role(BaseModel):
         self.rc.todo = value
 
     @property
-    def planner(self) -> Any:
-        """The plan_and_act planner of this role (created on first use)."""
+    def planner(self) -> PlanRunner:
+        """The plan_and_act runner of this role (created on first use; MetaGPT's name)."""
         if self._planner is None:
-            from .planner import RolePlanner
-
-            self._planner = RolePlanner(max_replans=self.planner_max_replans, max_tasks=self.planner_max_tasks)
+            self._planner = PlanRunner(max_replans=self.planner_max_replans, max_tasks=self.planner_max_tasks)
         return self._planner
 
     @planner.setter
-    def planner(self, value: Any) -> None:
+    def planner(self, value: PlanRunner) -> None:
         self._planner = value
 
     def _get_prefix(self) -> str:
@@ -264,12 +193,16 @@ class Role(BaseModel):
             prefix += f"You are in {env.desc} with roles({others})."
         return prefix
 
-    def _init_action(self, action: Action) -> None:
+    def prepare_action(self, action: Action) -> None:
+        """Give ``action`` this role's context, model, identity prompt and ownership."""
         action.set_context(self._context)
         action.set_role_llm(self._llm)
         action.set_owner(self)
         if not action.prefix:
             action.set_prefix(self._get_prefix())
+
+    # MetaGPT's spelling
+    _init_action = prepare_action
 
     def set_action(self, action: Action | type[Action]) -> None:
         self.set_actions([action])
@@ -282,7 +215,7 @@ class Role(BaseModel):
             action = item() if isinstance(item, type) else item
             if not isinstance(action, Action):
                 raise UsageError(f"{self.name}: {item!r} is not an Action or Action class")
-            self._init_action(action)
+            self.prepare_action(action)
             self.states.append(f"{len(self.actions)}. {action}")
             self.actions.append(action)
         if self.rc.react_mode == RoleReactMode.BY_ORDER:
@@ -330,6 +263,15 @@ class Role(BaseModel):
         env = self.rc.env
         if env is not None:
             env.publish_message(message)
+
+    def remember(self, message: Message) -> None:
+        """Keep ``message`` in this role's memory (a message is never stored twice)."""
+        self.rc.memory.add(message)
+
+    @property
+    def history(self) -> list[Message]:
+        """Everything this role remembers, oldest first."""
+        return self.rc.memory.get()
 
     def get_memories(self, k: int = 0) -> list[Message]:
         """The last ``k`` remembered messages (all for 0)."""
@@ -401,61 +343,17 @@ class Role(BaseModel):
         self._set_state(next_state)
         return self.rc.todo is not None
 
-    def _to_message(self, response: Any, todo: Action) -> Message:
-        if isinstance(response, Message):
-            if not response.cause_by:
-                response.cause_by = any_to_str(todo)
-            if not response.sent_from:
-                response.sent_from = self.name
-            return response
-        if isinstance(response, BaseModel):
-            # a result model that knows how to print itself (an agent's answer) says so;
-            # any other model is published as its JSON
-            custom_str = type(response).__str__ is not BaseModel.__str__
-            return Message(
-                content=str(response) if custom_str else response.model_dump_json(),
-                instruct_content=response,
-                role=self.profile,
-                cause_by=todo,
-                sent_from=self.name,
-            )
-        return Message(
-            content="" if response is None else str(response),
-            role=self.profile,
-            cause_by=todo,
-            sent_from=self.name,
-        )
-
     async def _act(self) -> Message:
-        """Run ``rc.todo`` on the history and wrap its result in a Message (kept in memory)."""
+        """Run ``rc.todo`` on the history (override it as in MetaGPT).
+
+        The turn passes what this returns through :func:`~actions.perform.perform`, so an
+        override may return a Message or any value, and need not remember it.
+        """
         todo = self.rc.todo
         if todo is None:
             raise UsageError(f"{self._setting}: _act called with nothing to do")
         logger.info("{}: to do {}", self._setting, todo.name)
-        response = await todo.run(self.rc.history)
-        msg = self._to_message(response, todo)
-        self.rc.memory.add(msg)
-        return msg
-
-    async def _act_checked(self) -> Message:
-        """``_act`` with its result normalised to a Message in memory, and failures typed.
-
-        An exception from the action (or an ``_act`` override) becomes
-        :class:`~rolecast.errors.ActionFailed`; rolecast's own errors pass unchanged.
-        """
-        todo = self.rc.todo
-        name = todo.name if todo is not None else "_act"
-        try:
-            result = await self._act()
-        except RolecastError:
-            raise
-        except Exception as exc:
-            logger.error("{}: action {} raised {}: {}", self._setting, name, type(exc).__name__, exc)
-            raise ActionFailed(self.name, name, exc) from exc
-        if todo is not None:
-            result = self._to_message(result, todo)
-        self.rc.memory.add(result)  # overrides may forget; memory never stores twice
-        return result
+        return await perform(self, todo, self.rc.history)
 
     async def _react(self) -> Message | None:
         """Think then act, up to ``max_react_loop`` times; the last result is returned."""
@@ -464,15 +362,25 @@ class Role(BaseModel):
         while taken < self.rc.max_react_loop:
             if not await self._think():
                 break
-            result = await self._act_checked()
-            rsp = result
+            todo = self.rc.todo
+            assert todo is not None  # _think returned True
+            rsp = await perform(self, todo, invoke=self._act)
             taken += 1
         return rsp
 
-    async def _act_by_order(self) -> Message | None:
-        """Run every action once, in order (``by_order`` mode)."""
-        self.rc.max_react_loop = len(self.actions)
-        return await self._react()
+    # ------------------------------------------------------ plan_and_act owner
+    @property
+    def acts_concurrently(self) -> bool:
+        """Whether plan tasks may run side by side: not when ``_act`` is overridden (it reads ``rc.todo``)."""
+        return type(self)._act is Role._act
+
+    async def perform_task(self, action: Action, note: Message) -> Message:
+        """Run one plan task: remember its instruction ``note``, then ``action`` on the history."""
+        self.remember(note)
+        if self.acts_concurrently:
+            return await perform(self, action, self.rc.history)
+        self._set_state(self.actions.index(action))
+        return await perform(self, action, invoke=self._act)
 
     async def _plan_and_act(self) -> Message | None:
         """Plan over this role's actions, then run the plan (``plan_and_act`` mode)."""

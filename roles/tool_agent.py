@@ -6,12 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from actions import Action
-from actions.function_calling import FunctionCallingAction
-from actions.react import ReActAction
-from actions.stepwise import StepwiseAction
-from actions.tool_loop import AgentResult, ToolLoopAction
-from memory import Message
+from actions.loops import FunctionCallingAction, ReActAction, StepwiseAction, ToolLoopAction
 
 from .role import Role
 
@@ -32,14 +27,15 @@ class ToolAgent(Role):
         msg.content                      # the answer
         msg.instruct_content             # the AgentResult: steps, iterations, stopped_reason
 
-    ``style`` picks the loop: ``"react"`` (:class:`~actions.react.ReActAction`, with
+    ``style`` picks the loop: ``"react"`` (:class:`~actions.loops.ReActAction`, with
     ``prompt_style`` ``"qwen"`` or ``"langchain"``), ``"stepwise"``
-    (:class:`~actions.stepwise.StepwiseAction`) or ``"function_calling"``
-    (:class:`~actions.function_calling.FunctionCallingAction`, for providers with
+    (:class:`~actions.loops.StepwiseAction`) or ``"function_calling"``
+    (:class:`~actions.loops.FunctionCallingAction`, for providers with
     native tool calls). The limits are passed on to the loop; ``action_options``
     passes any other field of it (``min_iteration_time_ms``, ``handle_tool_errors`` …).
     Each step is remembered in this role's memory; the answer is published like any
-    action's result.
+    action's result: the output as the content, the :class:`~actions.loops.AgentResult`
+    as ``instruct_content``, its ``stopped_reason`` and ``iterations`` in ``metadata``.
     """
 
     name: str = "ToolAgent"
@@ -78,23 +74,6 @@ class ToolAgent(Role):
         action = self.actions[0]
         assert isinstance(action, ToolLoopAction)
         return action
-
-    async def _act(self) -> Message:
-        """Run the loop on the latest question; the answer is the content, the steps ride along."""
-        todo: Action | None = self.rc.todo
-        if not isinstance(todo, ToolLoopAction):
-            return await super()._act()
-        result: AgentResult = await todo.run(self.rc.history)
-        msg = Message(
-            content=result.output,
-            instruct_content=result,
-            role=self.profile,
-            cause_by=todo,
-            sent_from=self.name,
-            metadata={"stopped_reason": result.stopped_reason, "iterations": result.iterations},
-        )
-        self.rc.memory.add(msg)
-        return msg
 
 
 __all__ = ["ToolAgent", "ToolStyle"]

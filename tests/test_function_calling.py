@@ -6,10 +6,8 @@ from typing import Annotated
 
 import pytest
 
-from actions.builtin_tools import calculator
-from actions.function_calling import FunctionCallingAction
-from actions.react import FORCE_STOP_OUTPUT
-from actions.tools import Plugin, kernel_function, tool
+from actions.loops import FORCE_STOP_OUTPUT, FunctionCallingAction
+from actions.tools import Plugin, calculator, kernel_function, tool
 from rolecast.context import Context
 from rolecast.errors import OutputParseError, UsageError
 from rolecast.hooks import Hooks
@@ -173,12 +171,12 @@ async def test_tool_agent_in_function_calling_style_records_events_and_steps():
     assert msg.content == "42"
     assert invoked == ["calculator"]
     assert events == [
-        "react.started",
-        "react.step_started",
-        "react.tool_called",
-        "react.observation",
-        "react.step_started",
-        "react.finished",
+        "function_calling.started",
+        "function_calling.step_started",
+        "function_calling.tool_called",
+        "function_calling.observation",
+        "function_calling.step_started",
+        "function_calling.finished",
     ]
     step = next(m for m in agent.rc.memory.get() if "react_step" in m.metadata)
     assert step.content == 'Call: calculator({"expression": "6 * 7"})\nObservation: 42'

@@ -7,8 +7,7 @@ from typing import Annotated, Any
 import pytest
 
 from actions import Action
-from actions.kernel import Kernel
-from actions.prompt_function import FunctionResult
+from actions.semantic_kernel import FunctionResult, Kernel
 from actions.tools import tool
 from rolecast.context import Context
 from rolecast.errors import InvocationCancelled

@@ -14,14 +14,13 @@ from pydantic import Field
 from support import run_example
 
 from actions import Action
-from actions.plan import Plan, Review, Task
+from actions.plan_and_act import Plan, PlanRunner, Review, Task
 from memory import Message
 from rolecast.context import Context
 from rolecast.errors import PlanError
 from rolecast.hooks import Event
 from rolecast.testing import ScriptedLLM
 from roles import Role
-from roles.planner import RolePlanner
 
 GOAL = "Report on the sales data"
 
@@ -132,7 +131,7 @@ async def test_fallback_runs_the_actions_in_order_when_no_plan_is_valid() -> Non
     bad = plan_json(("1", ["1"], "load", "LoadData"))
     llm = ScriptedLLM([bad] * 4)
     role, context = analyst(llm)
-    role.planner = RolePlanner(fallback="by_order")
+    role.planner = PlanRunner(fallback="by_order")
     kinds: list[str] = []
     context.hooks.on_event(lambda e: kinds.append(e.kind))
     reply = await role.run(GOAL)
@@ -148,7 +147,7 @@ async def test_fallback_runs_the_actions_in_order_when_no_plan_is_valid() -> Non
 
 
 async def test_dag_schema_admits_only_acyclic_plans() -> None:
-    from actions.plan import WritePlan
+    from actions.plan_and_act import WritePlan
 
     llm = ScriptedLLM([THREE])
     role, _ = analyst(llm)
@@ -180,7 +179,7 @@ def test_dag_schema_compiles_to_a_llama_cpp_grammar() -> None:
     pytest.importorskip("llama_cpp")
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from actions.plan import dag_schema
+    from actions.plan_and_act import dag_schema
 
     grammar = json_schema_to_gbnf(json.dumps(dag_schema(["A", "B"], 4, ["1"])))
     assert 'Task3-task-id ::= "\\"r1-3\\""' in grammar
@@ -286,7 +285,7 @@ async def test_resume_from_a_serialised_plan_skips_finished_tasks() -> None:
 async def test_checkpoint_file_lets_a_broken_run_resume(tmp_path: Path) -> None:
     checkpoint = tmp_path / "plan.json"
     role, _ = analyst(ScriptedLLM([THREE]))
-    role.planner = RolePlanner(max_replans=0, checkpoint=checkpoint)
+    role.planner = PlanRunner(max_replans=0, checkpoint=checkpoint)
     step(role, "Analyse").fail_first = 1
     with pytest.raises(PlanError):
         await role.run(GOAL)
@@ -295,7 +294,7 @@ async def test_checkpoint_file_lets_a_broken_run_resume(tmp_path: Path) -> None:
 
     # a new process: a fresh role, the same checkpoint, the same goal
     again, _ = analyst(ScriptedLLM([]))
-    again.planner = RolePlanner(checkpoint=checkpoint)
+    again.planner = PlanRunner(checkpoint=checkpoint)
     reply = await again.run(GOAL)
     assert reply is not None and reply.content == "Sales total is 42."
     assert step(again, "LoadData").inputs == []
@@ -328,7 +327,7 @@ async def test_a_human_reviewer_rejects_once_and_the_work_is_replanned() -> None
 
 async def test_reviewer_may_answer_a_bool_and_rejection_counts_against_the_bound() -> None:
     role, _ = analyst(ScriptedLLM([THREE]))
-    role.planner = RolePlanner(max_replans=0, reviewer=lambda task, result: task.task_id != "2")
+    role.planner = PlanRunner(max_replans=0, reviewer=lambda task, result: task.task_id != "2")
     with pytest.raises(PlanError, match="rejected task 2"):
         await role.run(GOAL)
 
@@ -336,7 +335,7 @@ async def test_reviewer_may_answer_a_bool_and_rejection_counts_against_the_bound
 async def test_llm_reviewer_and_empty_results() -> None:
     llm = ScriptedLLM([THREE, '{"ok": true}', '{"ok": true}', '{"ok": true, "feedback": ""}'])
     role, _ = analyst(llm)
-    role.planner = RolePlanner(reviewer="llm")
+    role.planner = PlanRunner(reviewer="llm")
     await role.run(GOAL)
     assert "# Result\nrows=3" in llm.calls[1].prompt
     llm.assert_complete()
@@ -344,7 +343,7 @@ async def test_llm_reviewer_and_empty_results() -> None:
     # the default rule rejects an empty result
     role2, _ = analyst(ScriptedLLM([THREE]))
     step(role2, "Analyse").output = " "
-    role2.planner = RolePlanner(max_replans=0)
+    role2.planner = PlanRunner(max_replans=0)
     with pytest.raises(PlanError, match="empty result"):
         await role2.run(GOAL)
 

@@ -10,19 +10,17 @@ import pytest
 from support import run_example
 
 from actions import FunctionRegistry, Plugin, tool
-from actions.kernel import Kernel
-from actions.planners import (
+from actions.semantic_kernel import InputVariable, Kernel, PromptFunction
+from actions.semantic_kernel.planners import (
     ActionPlanner,
     BasicPlanner,
     FunctionPlan,
-    PlanParseError,
     PlanStep,
     SequentialPlanner,
     parse_sequential_plan,
     repair_plan_xml,
 )
-from actions.prompt_function import InputVariable, PromptFunction
-from rolecast.errors import PlanError, ToolError
+from rolecast.errors import PlanError, PlanParseError, ToolError
 from rolecast.testing import FunctionLLM, ScriptedLLM
 
 SEED_PLAN = """<plan>
@@ -438,8 +436,8 @@ def test_grammar_schemas_compile_for_llama_cpp() -> None:
     pytest.importorskip("llama_cpp")
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from actions.planners.action_planner import action_grammar_schema
-    from actions.planners.basic import basic_grammar_schema
+    from actions.semantic_kernel.planners.action_planner import action_grammar_schema
+    from actions.semantic_kernel.planners.basic import basic_grammar_schema
 
     functions = joke_kernel(ScriptedLLM([]), ScriptedLLM([])).functions.functions()
     assert "FunPlugin.Joke" in json_schema_to_gbnf(json.dumps(basic_grammar_schema(functions)))

@@ -8,18 +8,17 @@ import pytest
 from loguru import logger
 
 from actions import FunctionRegistry, Plugin, tool
-from actions.kernel import Kernel
-from actions.prompt_function import (
+from actions.semantic_kernel import Kernel
+from actions.semantic_kernel.prompt_function import (
     FunctionResult,
     InputVariable,
     PromptFunction,
     PromptTemplate,
-    TemplateError,
     template_variables,
 )
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, ToolError, UsageError
+from rolecast.errors import BudgetExceeded, TemplateError, ToolError, UsageError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import FunctionLLM, ScriptedLLM
 

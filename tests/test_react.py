@@ -9,8 +9,7 @@ from typing import Annotated
 import pytest
 
 from actions import Action
-from actions.builtin_tools import calculator, python_tool
-from actions.react import (
+from actions.loops import (
     FORCE_STOP_OUTPUT,
     REACT_PROMPT,
     REACT_STOP,
@@ -20,7 +19,7 @@ from actions.react import (
     ReActOutputParser,
     parse_latest_plugin_call,
 )
-from actions.tools import tool
+from actions.tools import calculator, python_tool, tool
 from memory import Message
 from rolecast.context import Context
 from rolecast.errors import InvocationCancelled, OutputParseError, ToolError, UsageError
@@ -560,7 +559,7 @@ async def test_tool_agent_runs_the_react_loop_as_its_mode():
     agent = ToolAgent(tools=[repl], prompt_style="langchain", llm=llm, max_iterations=6)
     msg = await agent.run("What is the 10th fibonacci number?")
     assert msg.content == "55"
-    assert msg.cause_by == "actions.react.ReActAction"
+    assert msg.cause_by == "actions.loops.react.ReActAction"
     assert msg.instruct_content.stopped_reason == "finished"
     assert len(msg.instruct_content.intermediate_steps) == 3
     assert agent.loop.max_iterations == 6

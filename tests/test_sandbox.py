@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rolecast import sandbox
+from actions.tools.sandbox import PythonSession, run_python
+from actions.tools import sandbox
 from rolecast.errors import SandboxError
-from rolecast.sandbox import PythonSession, run_python
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="resource limits and process groups are POSIX")
 ROOT = Path(__file__).resolve().parents[1]

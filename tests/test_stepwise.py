@@ -8,17 +8,15 @@ from typing import Annotated
 
 import pytest
 
-from actions.react import AgentAction
-from actions.stepwise import (
+from actions.loops import AgentAction
+from actions.loops.stepwise import (
     RESULT_NOT_FOUND,
     STEPWISE_PROMPT,
     STEPWISE_STOP,
     StepwiseAction,
     parse_stepwise,
-    render_stepwise_manual,
-    stepwise_arguments,
 )
-from actions.tools import Plugin, kernel_function, tool
+from actions.tools import Plugin, fit_arguments, kernel_function, render_stepwise_manual, tool
 from rolecast.context import Context
 from rolecast.errors import OutputParseError
 from rolecast.hooks import Hooks
@@ -185,10 +183,10 @@ def test_action_variables_are_fitted_to_the_function():
         """Search."""
         return query
 
-    assert stepwise_arguments(search, {"input": "cats"}) == {"query": "cats"}
-    assert stepwise_arguments(search, {"input": "", "query": "dogs"}) == {"query": "dogs"}
+    assert fit_arguments(search, {"input": "cats"}) == {"query": "cats"}
+    assert fit_arguments(search, {"input": "", "query": "dogs"}) == {"query": "dogs"}
     math_add = Plugin.from_object(MathPlugin())["Add"]
-    assert stepwise_arguments(math_add, {"input": "1", "amount": "2"}) == {"input": "1", "amount": "2"}
+    assert fit_arguments(math_add, {"input": "1", "amount": "2"}) == {"input": "1", "amount": "2"}
 
 
 async def test_min_iteration_time_paces_the_iterations():
@@ -290,7 +288,7 @@ async def test_stepwise_events_and_memory():
     msg = await agent.run(ASK)
     assert "2615.1829" in msg.content
     assert isinstance(agent.loop, StepwiseAction)
-    assert [k for k, _ in kinds].count("react.tool_called") == 3
+    assert [k for k, _ in kinds].count("stepwise.tool_called") == 3
     assert {s for _, s in kinds} == {"stepwise"}
     steps = [m for m in agent.rc.memory.get() if "react_step" in m.metadata]
     assert len(steps) == 3

@@ -18,7 +18,7 @@ from actions import (
     render_sk_manual,
     tool,
 )
-from actions.builtin_tools import (
+from actions.tools import (
     PythonTool,
     calculator,
     calculator_tool,

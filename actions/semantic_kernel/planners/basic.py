@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field, create_model, field_validator
 
 from rolecast.errors import PlanError
 
+from ...tools import KernelFunction
 from ..prompt_function import PromptTemplate
-from ..tools import KernelFunction
 from .base import MAX_VALUE, FunctionPlan, Planner, PlanStep, arguments_schema
 from .prompts import BASIC_PLANNER_PROMPT, render_basic_manual
 

@@ -1,8 +1,9 @@
 """The ``plan_and_act`` engine: write a plan over the role's actions, run it, review, re-plan.
 
-:class:`RolePlanner` asks :class:`~actions.plan.WritePlan` for a task graph, then runs
-the tasks whose dependencies are done — one at a time by default, or up to
-``concurrency`` independent tasks together. After each task a *reviewer* accepts the
+:class:`PlanRunner` (a role's ``planner``, MetaGPT's name for it) asks
+:class:`~actions.plan_and_act.write.WritePlan` for a task graph, then runs the tasks
+whose dependencies are done — one at a time by default, or up to ``concurrency``
+independent tasks together. After each task a *reviewer* accepts the
 result or rejects it with feedback. A failed task or a rejected result makes the
 planner re-plan the remaining work (finished tasks are kept and never redone), at most
 ``max_replans`` times; then :class:`~rolecast.errors.PlanError`.
@@ -15,7 +16,11 @@ Options come from the planner or, when not given there, from the role's
 ``planner_concurrency`` / ``planner_reviewer`` attributes::
 
     analyst = DataAnalyst(react_mode="plan_and_act", planner_concurrency=2)
-    analyst.planner = RolePlanner(max_replans=2, reviewer=ask_a_human, checkpoint="plan.json")
+    analyst.planner = PlanRunner(max_replans=2, reviewer=ask_a_human, checkpoint="plan.json")
+
+The runner depends on :class:`PlanOwner`, a small protocol a :class:`~roles.Role`
+satisfies, not on the role's internals; each task runs through the one action path,
+:func:`~actions.perform.perform`.
 """
 
 from __future__ import annotations
@@ -25,17 +30,18 @@ import inspect
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Protocol, Union
 
 from loguru import logger
 
-from actions.action import Action
-from actions.plan import REPLAN_NOTE, Plan, Review, ReviewTask, Task, WritePlan
 from memory import Message
-from rolecast.errors import ActionFailed, OutputParseError, PlanError, RolecastError, ToolError, UsageError
+from rolecast.context import Context
+from rolecast.errors import ActionFailed, OutputParseError, PlanError, ToolError, UsageError
 
-if TYPE_CHECKING:
-    from .role import Role
+from ..action import Action
+from ..perform import Performer
+from .plan import Plan, Review, Task
+from .write import REPLAN_NOTE, ReviewTask, WritePlan
 
 ReviewOutcome = Union[Review, bool, None]
 Reviewer = Callable[[Task, str], Union[ReviewOutcome, Awaitable[ReviewOutcome]]]
@@ -44,6 +50,31 @@ Reviewer = Callable[[Task, str], Union[ReviewOutcome, Awaitable[ReviewOutcome]]]
 # a dead model server) ends the run as it is
 REPLANNABLE = (ActionFailed, ToolError, OutputParseError)
 RESULT_PREVIEW = 400  # characters of a finished task's result shown when re-planning
+
+
+class PlanOwner(Performer, Protocol):
+    """What :class:`PlanRunner` needs of the role whose plan it runs."""
+
+    actions: list[Action]
+    planner_concurrency: int
+    planner_reviewer: Any
+
+    @property
+    def context(self) -> Context: ...
+
+    @property
+    def history(self) -> list[Message]:
+        """Everything the owner remembers, oldest first."""
+
+    @property
+    def acts_concurrently(self) -> bool:
+        """False when the owner's way of acting works on shared state (one task at a time)."""
+
+    def prepare_action(self, action: Action) -> None:
+        """Give a helper action (plan writer, reviewer) the owner's model, context and prefix."""
+
+    async def perform_task(self, action: Action, note: Message) -> Message:
+        """Remember ``note`` (the task's instruction), run ``action`` on the history, return its result."""
 
 
 def accept_nonempty(task: Task, result: str) -> Review:
@@ -74,7 +105,7 @@ def _shorten(text: str, limit: int = RESULT_PREVIEW) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class RolePlanner:
+class PlanRunner:
     """Plans with :class:`~actions.plan.WritePlan` and runs the tasks of the plan.
 
     ``concurrency`` — how many independent tasks may run at once (default 1);
@@ -111,23 +142,20 @@ class RolePlanner:
         self.fallback = fallback
         self.plan: Plan | None = None
         self._pending: Plan | None = None
-        self._act_lock = asyncio.Lock()
 
     # ---------------------------------------------------------------- options
-    def _concurrency(self, role: Role) -> int:
-        value = self.concurrency or role.planner_concurrency or 1
-        if type(role)._act is not _base_act():
-            # an overridden _act works on role state (rc.todo): one task at a time
+    def _concurrency(self, role: PlanOwner) -> int:
+        if not role.acts_concurrently:
             return 1
-        return max(1, int(value))
+        return max(1, int(self.concurrency or role.planner_concurrency or 1))
 
-    def _reviewer(self, role: Role) -> Reviewer | str:
+    def _reviewer(self, role: PlanOwner) -> Reviewer | str:
         chosen = self.reviewer if self.reviewer is not None else role.planner_reviewer
         return chosen if chosen is not None else "auto"
 
-    def _writer(self, role: Role) -> WritePlan:
+    def _writer(self, role: PlanOwner) -> WritePlan:
         writer = WritePlan(max_tasks=self.max_tasks)
-        role._init_action(writer)
+        role.prepare_action(writer)
         return writer
 
     # ----------------------------------------------------------------- resume
@@ -152,36 +180,36 @@ class RolePlanner:
             self.plan.save(self.checkpoint)
 
     # -------------------------------------------------------------------- run
-    async def plan_and_act(self, role: Role, goal: str) -> Message | None:
+    async def plan_and_act(self, role: PlanOwner, goal: str) -> Message | None:
         """Plan for ``goal`` (or resume a plan), run it to the end; returns the last task's message."""
         plan = self._resumable(goal)
         hooks = role.context.hooks
         if plan is None:
             plan = await self._first_plan(role, goal)
-            logger.info("{}: plan with {} task(s):\n{}", role._setting, len(plan.tasks), plan.describe())
+            logger.info("{}: plan with {} task(s):\n{}", role, len(plan.tasks), plan.describe())
             await hooks.emit("plan.created", role=role.name, plan=plan)
         else:
             logger.info(
-                "{}: resuming a plan, {} of {} task(s) done", role._setting, len(plan.finished), len(plan.tasks)
+                "{}: resuming a plan, {} of {} task(s) done", role, len(plan.finished), len(plan.tasks)
             )
             await hooks.emit("plan.resumed", role=role.name, plan=plan)
         self.plan = plan
         self._save()
         return await self._run(role)
 
-    async def _first_plan(self, role: Role, goal: str) -> Plan:
-        history = "\n".join(str(m) for m in role.rc.history)
+    async def _first_plan(self, role: PlanOwner, goal: str) -> Plan:
+        history = "\n".join(str(m) for m in role.history)
         try:
             return await self._writer(role).run(goal, role.actions, history)
         except PlanError as exc:
             if self.fallback != "by_order":
                 raise
             # a model too small to write a valid graph still gets the work done, in order
-            logger.warning("{}: {}; falling back to the actions in order", role._setting, exc)
+            logger.warning("{}: {}; falling back to the actions in order", role, exc)
             await role.context.hooks.emit("plan.fallback", role=role.name, error=exc)
             return by_order_plan(goal, role.actions)
 
-    async def _run(self, role: Role) -> Message | None:
+    async def _run(self, role: PlanOwner) -> Message | None:
         assert self.plan is not None
         concurrency = self._concurrency(role)
         messages: dict[str, Message] = {}
@@ -224,7 +252,7 @@ class RolePlanner:
                 await self._replan(role, problems, cause)
         return self._final_message(role, messages)
 
-    async def _attempt(self, role: Role, task: Task) -> tuple[Message, Review]:
+    async def _attempt(self, role: PlanOwner, task: Task) -> tuple[Message, Review]:
         """Run one task's action, then review its result."""
         plan = self.plan
         assert plan is not None
@@ -248,15 +276,9 @@ class RolePlanner:
             send_to={role.name},
             metadata={"task_id": task.task_id},
         )
-        logger.info("{}: task {} with {}: {}", role._setting, task.task_id, task.action, task.instruction)
+        logger.info("{}: task {} with {}: {}", role, task.task_id, task.action, task.instruction)
         await role.context.hooks.emit("plan.task_started", role=role.name, task=task)
-        if type(role)._act is _base_act():
-            msg = await self._run_action(role, role.actions[index], note)
-        else:
-            async with self._act_lock:  # _act reads rc.todo: one at a time
-                role.rc.memory.add(note)
-                role._set_state(index)
-                msg = await role._act_checked()
+        msg = await role.perform_task(role.actions[index], note)
         msg.metadata.setdefault("task_id", task.task_id)
         task.result = msg.content
         review = await self._review(role, plan, task, msg.content)
@@ -264,22 +286,7 @@ class RolePlanner:
         await role.context.hooks.emit("plan.review", role=role.name, task=task, review=review)
         return msg, review
 
-    async def _run_action(self, role: Role, action: Action, note: Message) -> Message:
-        # Role._act, without the role's single rc.todo, so that tasks can run side by side
-        history = [*role.rc.history, note]
-        role.rc.memory.add(note)
-        try:
-            response = await action.run(history)
-        except RolecastError:
-            raise
-        except Exception as exc:
-            logger.error("{}: action {} raised {}: {}", role._setting, action.name, type(exc).__name__, exc)
-            raise ActionFailed(role.name, action.name, exc) from exc
-        msg = role._to_message(response, action)
-        role.rc.memory.add(msg)
-        return msg
-
-    async def _review(self, role: Role, plan: Plan, task: Task, result: str) -> Review:
+    async def _review(self, role: PlanOwner, plan: Plan, task: Task, result: str) -> Review:
         reviewer = self._reviewer(role)
         if reviewer == "none":
             return Review(ok=True)
@@ -287,7 +294,7 @@ class RolePlanner:
             return accept_nonempty(task, result)
         if reviewer == "llm":
             judge = ReviewTask()
-            role._init_action(judge)
+            role.prepare_action(judge)
             return await judge.run(plan.goal, task, result)
         if isinstance(reviewer, str):
             raise UsageError(f"reviewer must be 'auto', 'llm', 'none' or a callable, not {reviewer!r}")
@@ -300,28 +307,28 @@ class RolePlanner:
             return Review(ok=outcome, feedback="" if outcome else "rejected by the reviewer")
         return outcome
 
-    async def _replan(self, role: Role, problems: list[str], cause: BaseException | None) -> None:
+    async def _replan(self, role: PlanOwner, problems: list[str], cause: BaseException | None) -> None:
         plan = self.plan
         assert plan is not None
         if plan.replans >= self.max_replans:
             raise PlanError(
-                f"{role._setting}: {problems[-1]}; the {self.max_replans} allowed re-plan(s) are used up",
+                f"{role}: {problems[-1]}; the {self.max_replans} allowed re-plan(s) are used up",
                 errors=problems,
             ) from cause
         plan.replans += 1
         logger.warning(
-            "{}: {}; re-planning ({}/{})", role._setting, "; ".join(problems), plan.replans, self.max_replans
+            "{}: {}; re-planning ({}/{})", role, "; ".join(problems), plan.replans, self.max_replans
         )
         done = "\n".join(f"- [{t.task_id}] {t.instruction}: {_shorten(t.result)}" for t in plan.finished) or "(none)"
         extra = REPLAN_NOTE.format(done=done, problem="\n".join(problems), max_tasks=self.max_tasks)
-        history = "\n".join(str(m) for m in role.rc.history)
+        history = "\n".join(str(m) for m in role.history)
         fresh = await self._writer(role).run(plan.goal, role.actions, history, extra, done=plan.finished)
         self.plan = plan.merge_replan(fresh, f"r{plan.replans}-")
         self._save()
-        logger.info("{}: new plan:\n{}", role._setting, self.plan.describe())
+        logger.info("{}: new plan:\n{}", role, self.plan.describe())
         await role.context.hooks.emit("plan.replanned", role=role.name, plan=self.plan, problems=problems)
 
-    def _final_message(self, role: Role, messages: dict[str, Message]) -> Message | None:
+    def _final_message(self, role: PlanOwner, messages: dict[str, Message]) -> Message | None:
         assert self.plan is not None
         ordered = self.plan.ordered()
         for task in reversed(ordered):
@@ -334,10 +341,4 @@ class RolePlanner:
         return Message(content=last.result, role=role.profile, cause_by=action or WritePlan, sent_from=role.name)
 
 
-def _base_act() -> Any:
-    from .role import Role
-
-    return Role._act
-
-
-__all__ = ["REPLANNABLE", "Review", "Reviewer", "RolePlanner", "accept_nonempty", "by_order_plan"]
+__all__ = ["REPLANNABLE", "PlanOwner", "PlanRunner", "Reviewer", "accept_nonempty", "by_order_plan"]

@@ -31,12 +31,11 @@ from xml.sax.saxutils import quoteattr, unescape
 
 from loguru import logger
 
-from rolecast.errors import PlanError
-from rolecast.llm.base import to_messages
+from rolecast.errors import OutputParseError, PlanError, PlanParseError
 
+from ...tools import FunctionRegistry, render_sk_manual
 from ..prompt_function import PromptTemplate
-from ..tools import FunctionRegistry, render_sk_manual
-from .base import FunctionPlan, Planner, PlanParseError, PlanStep
+from .base import FunctionPlan, Planner, PlanStep
 from .prompts import SEQUENTIAL_FIX, SEQUENTIAL_PLANNER_PROMPT, SEQUENTIAL_STOP
 
 _FENCE = re.compile(r"```(?:xml|XML)?\s*\n?(.*?)```", re.DOTALL)
@@ -190,33 +189,24 @@ class SequentialPlanner(Planner):
     async def create_plan(self, goal: str) -> FunctionPlan:
         """Ask for an XML plan (stop at ``<!-- END -->``), parse it, re-ask on errors."""
         registry = self.available_registry()
-        messages = to_messages(await self.render_prompt(goal))
-        llm = self.llm
-        errors: list[str] = []
-        raw = ""
+        prompt = await self.render_prompt(goal)
+
+        def parse(raw: str) -> FunctionPlan:
+            plan = parse_sequential_plan(raw, goal, registry, allow_missing_functions=self.allow_missing_functions)
+            return self._plan(goal, steps=plan.steps, raw=raw)
+
         with self._scope():
-            for attempt in range(self.max_tries):
-                completion = await llm.complete(messages, stop=[SEQUENTIAL_STOP], settings=self.settings)
-                raw = completion.text
-                try:
-                    plan = parse_sequential_plan(
-                        raw, goal, registry, allow_missing_functions=self.allow_missing_functions
-                    )
-                except PlanParseError as exc:
-                    errors.append(str(exc))
-                    logger.debug("sequential plan {} rejected: {}", attempt + 1, exc)
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": raw},
-                        {"role": "user", "content": SEQUENTIAL_FIX.format(error=exc)},
-                    ]
-                    continue
-                return self._plan(goal, steps=plan.steps, raw=raw)
-        raise PlanError(
-            f"the sequential planner got no usable plan in {self.max_tries} answers: {errors[-1]}",
-            raw=raw,
-            errors=errors,
-        )
+            try:
+                return await self.llm.ask_valid(
+                    prompt, parse, tries=self.max_tries, fix=SEQUENTIAL_FIX, stop=[SEQUENTIAL_STOP],
+                    settings=self.settings,
+                )
+            except OutputParseError as exc:
+                raise PlanError(
+                    f"the sequential planner got no usable plan in {self.max_tries} answers: {exc.errors[-1:] or exc}",
+                    raw=exc.raw,
+                    errors=exc.errors,
+                ) from exc
 
 
 __all__ = ["SequentialPlanner", "parse_sequential_plan", "repair_plan_xml"]

@@ -11,35 +11,31 @@ runs the tool; ``Final Answer:`` ends it. The loop itself — limits, early stop
 
 from __future__ import annotations
 
-import inspect
-import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from loguru import logger
 from pydantic import Field
 
-from rolecast.errors import OutputParseError
-from rolecast.jsonutil import extract_json, loads_lenient
+from rolecast.errors import OutputParseError, ToolError
 
-from .builtin_tools import strip_code_fence
-from .tool_loop import (
+from ..tools import (
+    QWEN_TOOL_DESC,
+    FunctionRegistry,
+    arguments_from_text,
+    render_langchain,
+    render_qwen,
+)
+from .base import (
     EXCEPTION_TOOL,
-    FORCE_STOP_OUTPUT,
     GENERATE_FINAL_SUFFIX,
     AgentAction,
     AgentFinish,
-    AgentResult,
     LoopRun,
     Planned,
-    StopReason,
     ToolLoopAction,
     Turn,
-    format_observation,
-    invalid_tool_observation,
-    resolve_tool,
 )
-from .tools import QWEN_TOOL_DESC, FunctionRegistry, KernelFunction, render_langchain, render_qwen
 
 # ------------------------------------------------------------------ prompts
 #: Qwen's tool description (``render_qwen`` fills it for each tool).
@@ -150,58 +146,6 @@ class ReActOutputParser:
         raise OutputParseError(MISSING_ACTION_INPUT_ERROR, raw=text)
 
 
-def _text_parameter(fn: KernelFunction) -> str | None:
-    """The one parameter a bare text input goes to (a tool with one required text input)."""
-    required = [p for p in fn.parameters if p.required] or fn.parameters[:1]
-    if len(required) == 1 and required[0].annotation in (str, Any, inspect.Parameter.empty):
-        return required[0].name
-    return None
-
-
-def coerce_tool_input(fn: KernelFunction, raw: str | dict[str, Any]) -> dict[str, Any] | str:
-    """The arguments for ``fn`` from the Action Input a model wrote.
-
-    A JSON object (lenient: JSON5, code fences, prose around it) becomes keyword
-    arguments; a tool with one text input takes the text itself (code fences
-    stripped, a quoted JSON string unquoted). JSON that a tool needing an object
-    cannot use raises :class:`OutputParseError`; other mismatches are left to the
-    tool's own validation (a :class:`ToolError` the model can read).
-    """
-    if isinstance(raw, dict):
-        return raw
-    text = strip_code_fence(raw.strip()).strip()
-    target = _text_parameter(fn)
-    names = {p.name for p in fn.parameters}
-    if text.startswith("{"):
-        value: Any = None
-        try:
-            value = loads_lenient(text)
-        except ValueError:
-            try:
-                value = extract_json(text, expect=dict)
-            except OutputParseError:
-                value = None
-        if isinstance(value, dict) and (target is None or (value and set(value) <= names)):
-            return value
-        if target is None:
-            example = json.dumps({p.name: "..." for p in fn.parameters})
-            raise OutputParseError(
-                f"Could not parse the Action Input for {fn.full_name} as a JSON object: {raw!r}. "
-                f"Format the arguments as a JSON object, e.g. {example}",
-                raw=raw,
-            )
-    if target is not None:
-        if len(text) >= 2 and text[0] == text[-1] == '"':
-            try:
-                unquoted = json.loads(text)
-            except ValueError:
-                unquoted = None
-            if isinstance(unquoted, str):
-                text = unquoted
-        return {target: text}
-    return text
-
-
 class ReActAction(ToolLoopAction):
     """Answer a question with tools in the ReAct text format.
 
@@ -282,13 +226,16 @@ class ReActAction(ToolLoopAction):
             )
         if isinstance(parsed, AgentFinish):
             return Turn(finish=parsed)
-        fn = resolve_tool(run.registry, parsed.tool)
+        fn = run.registry.resolve(parsed.tool)
         if fn is None:
             return Turn(planned=[Planned(parsed)])  # the loop answers with the valid tool names
+        raw = parsed.tool_input
         try:
-            arguments = coerce_tool_input(fn, parsed.tool_input)
+            arguments: dict[str, Any] | str = raw if isinstance(raw, dict) else arguments_from_text(fn, raw)
         except OutputParseError as exc:
             return Turn(planned=[Planned(parsed, observation=self._parse_failure(exc))])
+        except ToolError:
+            arguments = raw  # the tool's own validation tells the model what it takes
         return Turn(planned=[Planned(parsed, arguments=arguments)])
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
@@ -304,30 +251,15 @@ class ReActAction(ToolLoopAction):
 
 
 __all__ = [
-    "EXCEPTION_TOOL",
     "FINAL_ANSWER_ACTION",
-    "FORCE_STOP_OUTPUT",
     "FORMAT_INSTRUCTIONS",
-    "GENERATE_FINAL_SUFFIX",
     "LANGCHAIN_PROMPT",
     "PREFIX",
     "REACT_PROMPT",
     "REACT_STOP",
     "SUFFIX",
     "TOOL_DESC",
-    "AgentAction",
-    "AgentFinish",
-    "AgentResult",
-    "LoopRun",
-    "Planned",
     "ReActAction",
     "ReActOutputParser",
-    "StopReason",
-    "ToolLoopAction",
-    "Turn",
-    "coerce_tool_input",
-    "format_observation",
-    "invalid_tool_observation",
     "parse_latest_plugin_call",
-    "resolve_tool",
 ]

@@ -8,7 +8,7 @@ Each returns a :class:`FunctionPlan` to inspect and then ``await plan.invoke(ker
 """
 
 from .action_planner import ActionPlanner
-from .base import FunctionPlan, Planner, PlanParseError, PlanStep, expand_variables
+from .base import FunctionPlan, Planner, PlanStep, expand_variables
 from .basic import BasicPlanner
 from .sequential import SequentialPlanner, parse_sequential_plan, repair_plan_xml
 
@@ -16,7 +16,6 @@ __all__ = [
     "ActionPlanner",
     "BasicPlanner",
     "FunctionPlan",
-    "PlanParseError",
     "PlanStep",
     "Planner",
     "SequentialPlanner",

@@ -14,11 +14,10 @@ from typing import Any, ClassVar
 from loguru import logger
 
 from rolecast.errors import OutputParseError, UsageError
-from rolecast.jsonutil import loads_lenient
 from rolecast.llm.base import Completion
 
-from .tool_loop import GENERATE_FINAL_SUFFIX, AgentAction, AgentFinish, LoopRun, Planned, ToolLoopAction, Turn
-from .tools import FunctionRegistry
+from ..tools import FunctionRegistry, json_arguments
+from .base import GENERATE_FINAL_SUFFIX, AgentAction, AgentFinish, LoopRun, Planned, ToolLoopAction, Turn
 
 FUNCTION_CALLING_SYSTEM = "You are a helpful assistant. Use the provided tools when they help to answer."
 
@@ -83,7 +82,7 @@ class FunctionCallingAction(ToolLoopAction):
         for call in completion.tool_calls:
             logger.debug("{}: tool call {} {}", self.name, call.name, call.arguments)
             try:
-                arguments = _arguments(call.arguments)
+                arguments = json_arguments(call.arguments)
             except OutputParseError as exc:
                 observation = self._parse_failure(exc)
                 action = AgentAction(
@@ -110,20 +109,6 @@ class FunctionCallingAction(ToolLoopAction):
         messages = [*self._messages(run), {"role": "user", "content": GENERATE_FINAL_SUFFIX.strip()}]
         completion = await self.llm.complete(messages, settings=self.settings)
         return AgentFinish(output=completion.text.strip(), log=completion.text)
-
-
-def _arguments(text: str) -> dict[str, Any]:
-    if not text or not text.strip():
-        return {}
-    try:
-        value = loads_lenient(text)
-    except ValueError as exc:
-        raise OutputParseError(
-            f"the arguments are not valid JSON: {exc}; send a JSON object", raw=text
-        ) from exc
-    if not isinstance(value, dict):
-        raise OutputParseError(f"the arguments must be a JSON object, got {text!r}", raw=text)
-    return value
 
 
 def _dumps(value: Any) -> str:

@@ -41,14 +41,10 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from rolecast.context import Context
-from rolecast.errors import ToolError
+from rolecast.errors import TemplateError, ToolError
 from rolecast.llm.base import BaseLLM, LLMSettings, Usage
 
-from .tools import FunctionRegistry, KernelFunction, ToolParameter
-
-
-class TemplateError(ToolError):
-    """A prompt template could not be rendered (bad syntax, unknown function, bad call)."""
+from ..tools import FunctionRegistry, KernelFunction, ToolParameter, fit_arguments
 
 
 class InputVariable(BaseModel):
@@ -109,18 +105,6 @@ def use_functions(registry: FunctionRegistry | None) -> Iterator[None]:
         yield
     finally:
         _CURRENT_FUNCTIONS.reset(token)
-
-
-def arguments_for(function: KernelFunction, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of an argument bag ``function`` takes (all of it if it accepts extras).
-
-    Semantic Kernel passes every function the whole ``KernelArguments``; a tool takes
-    only its declared parameters from it.
-    """
-    if function._accepts_extra():
-        return dict(arguments)
-    names = {p.name for p in function.parameters}
-    return {k: v for k, v in arguments.items() if k in names}
 
 
 # -------------------------------------------------------------------- template
@@ -236,7 +220,7 @@ class PromptTemplate:
         if registry is None or function is None:
             known = ", ".join(f.full_name for f in registry.functions()) if registry else "none"
             raise TemplateError(f"the template calls unknown function {name!r}; available: {known}")
-        call_args = arguments_for(function, arguments)
+        call_args = fit_arguments(function, arguments, bag=True)
         params = [p.name for p in function.parameters]
         positional = 0
         for token in args:
@@ -320,7 +304,7 @@ class PromptFunction(KernelFunction):
         self._args_model = create_model(f"{fn_name}_args", __config__=ConfigDict(extra="ignore"), **fields)
 
     # ---------------------------------------------------------------- calling
-    def _accepts_extra(self) -> bool:
+    def accepts_extra(self) -> bool:
         # every argument is visible to the template and to functions it calls
         return True
 
@@ -398,8 +382,6 @@ __all__ = [
     "InputVariable",
     "PromptFunction",
     "PromptTemplate",
-    "TemplateError",
-    "arguments_for",
     "template_variables",
     "use_functions",
 ]

@@ -7,13 +7,14 @@ per step in the owning role's memory — and returns an :class:`AgentResult`. A 
 implements ``_plan`` (one model call → a final answer or steps to take) and
 ``_generate_final`` (the answer asked for when a limit is hit):
 
-* :class:`~actions.react.ReActAction`: Qwen's / LangChain's ReAct text format;
-* :class:`~actions.stepwise.StepwiseAction`: Semantic Kernel's stepwise planner;
-* :class:`~actions.function_calling.FunctionCallingAction`: native tool calls.
+* :class:`~actions.loops.react.ReActAction`: Qwen's / LangChain's ReAct text format;
+* :class:`~actions.loops.stepwise.StepwiseAction`: Semantic Kernel's stepwise loop;
+* :class:`~actions.loops.function_calling.FunctionCallingAction`: native tool calls.
 
-Events (``context.hooks.on_event``), for every variant, with ``action`` and ``style``
-in their data: ``react.started``, then per iteration ``react.step_started``,
-``react.tool_called`` and ``react.observation``, and at the end ``react.finished``.
+Events (``context.hooks.on_event``) are named after the loop's ``style`` (``react``,
+``stepwise`` or ``function_calling``) and carry ``action`` and ``style`` in their data:
+``<style>.started``, then per iteration ``<style>.step_started``,
+``<style>.tool_called`` and ``<style>.observation``, and at the end ``<style>.finished``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,9 +33,8 @@ from pydantic import BaseModel, Field, field_validator
 from memory import Message, any_to_str
 from rolecast.errors import BudgetExceeded, ControlFlow, OutputParseError, ToolError, UsageError
 
-from .action import Action
-from .builtin_tools import format_number, tool_run_scope
-from .tools import FunctionRegistry, KernelFunction
+from ..action import Action
+from ..tools import FunctionRegistry, KernelFunction, format_number, tool_run_scope
 
 T = TypeVar("T")
 
@@ -79,6 +78,11 @@ class AgentResult(BaseModel):
     def __str__(self) -> str:
         return self.output
 
+    @property
+    def message_metadata(self) -> dict[str, Any]:
+        """What a role's message of this result carries in ``metadata``."""
+        return {"stopped_reason": self.stopped_reason, "iterations": self.iterations}
+
 
 def format_observation(value: Any) -> str:
     """A tool's return value as observation text (numbers to 15 significant digits, JSON for data)."""
@@ -95,25 +99,6 @@ def format_observation(value: Any) -> str:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
-
-
-def _normalise_name(name: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", name.lower())
-
-
-def resolve_tool(registry: FunctionRegistry, name: str) -> KernelFunction | None:
-    """Find a tool by the name a model wrote: exact, then without quotes/brackets/``()``,
-    then case- and punctuation-insensitively (``python_repl`` finds ``Python REPL``)."""
-    found = registry.find(name)
-    if found is not None:
-        return found
-    cleaned = name.strip().strip("[]`'\" ").removesuffix("()").strip()
-    found = registry.find(cleaned) if cleaned else None
-    if found is not None:
-        return found
-    key = _normalise_name(cleaned)
-    matches = [f for f in registry if key and key in (_normalise_name(f.full_name), _normalise_name(f.name))]
-    return matches[0] if len(matches) == 1 else None
 
 
 def invalid_tool_observation(name: str, registry: FunctionRegistry) -> str:
@@ -193,6 +178,7 @@ class ToolLoopAction(Action):
     (``handle_tool_errors``). Each step goes to the owning role's memory.
     """
 
+    #: the loop's name: its events are ``<style>.started`` …
     style: ClassVar[str] = "react"
 
     tools: list[Any] = Field(default_factory=list)
@@ -222,7 +208,7 @@ class ToolLoopAction(Action):
         started = time.monotonic()
         deadline = started + self.max_execution_time if self.max_execution_time is not None else None
         run = LoopRun(question=text, registry=registry, started=started, deadline=deadline)
-        await self._emit("react.started", question=text, tools=[f.full_name for f in registry])
+        await self._emit("started", question=text, tools=[f.full_name for f in registry])
         with tool_run_scope():  # the Python tool's state lives as long as this run
             result = await self._loop(run)
         result.elapsed = time.monotonic() - started
@@ -234,7 +220,7 @@ class ToolLoopAction(Action):
             result.output[:200],
         )
         await self._emit(
-            "react.finished",
+            "finished",
             output=result.output,
             iterations=result.iterations,
             stopped_reason=result.stopped_reason,
@@ -250,7 +236,7 @@ class ToolLoopAction(Action):
                 return await self._stop(run, "max_execution_time")
             run.iterations += 1
             began = time.monotonic()
-            await self._emit("react.step_started", iteration=run.iterations)
+            await self._emit("step_started", iteration=run.iterations)
             try:
                 turn = await run.bounded(self._plan(run))
                 if turn.finish is not None:
@@ -271,13 +257,13 @@ class ToolLoopAction(Action):
             observation = planned.observation
         else:
             await self._emit(
-                "react.tool_called",
+                "tool_called",
                 iteration=run.iterations,
                 tool=action.tool,
                 tool_input=action.tool_input,
                 log=action.log,
             )
-            fn = resolve_tool(run.registry, action.tool)
+            fn = run.registry.resolve(action.tool)
             if fn is None:
                 observation = invalid_tool_observation(action.tool, run.registry)
                 if self.handle_tool_errors is False:
@@ -291,7 +277,7 @@ class ToolLoopAction(Action):
         run.steps.append((action, observation))
         self._observed(run, planned, observation)
         await self._emit(
-            "react.observation", iteration=run.iterations, tool=action.tool, observation=observation
+            "observation", iteration=run.iterations, tool=action.tool, observation=observation
         )
         self._remember(run, action, observation)
         return observation, direct
@@ -363,8 +349,9 @@ class ToolLoopAction(Action):
             return "\n".join(str(q) for q in question if not isinstance(q, Message))
         return str(question)
 
-    async def _emit(self, kind: str, **data: Any) -> None:
-        await self.context.hooks.emit(kind, action=self.name, style=self.style, **data)
+    async def _emit(self, event: str, **data: Any) -> None:
+        """Emit ``<style>.<event>`` (``react.tool_called``, ``stepwise.finished`` …)."""
+        await self.context.hooks.emit(f"{self.style}.{event}", action=self.name, style=self.style, **data)
 
     def _remember(self, run: LoopRun, action: AgentAction, observation: str) -> None:
         """One Message per step in the owning role's memory (cause_by this action)."""
@@ -425,5 +412,4 @@ __all__ = [
     "Turn",
     "format_observation",
     "invalid_tool_observation",
-    "resolve_tool",
 ]

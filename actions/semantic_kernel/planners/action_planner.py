@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from ...tools import KernelFunction
 from ..prompt_function import PromptTemplate
-from ..tools import KernelFunction
 from .base import MAX_RATIONALE, FunctionPlan, Planner, PlanStep, arguments_schema
 from .prompts import (
     ACTION_EDGE_CASE_EXAMPLES,

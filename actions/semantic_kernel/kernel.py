@@ -37,14 +37,13 @@ from rolecast.errors import InvocationCancelled, UsageError
 from rolecast.hooks import Hooks
 from rolecast.llm.base import BaseLLM, LLMSettings
 
+from ..tools import FunctionRegistry, KernelFunction, Plugin, Tool, fit_arguments
 from .prompt_function import (
     FunctionResult,
     InputVariable,
     PromptFunction,
-    arguments_for,
     use_functions,
 )
-from .tools import FunctionRegistry, KernelFunction, Plugin, Tool
 
 
 class Kernel:
@@ -199,7 +198,7 @@ class Kernel:
             return await function.invoke(self, arguments=bag)  # a FunctionPlan
         fn = self.functions.get(function) if isinstance(function, str) else function
         with self._scope():
-            value = await fn.invoke(arguments_for(fn, bag), context=self.context)
+            value = await fn.invoke(fit_arguments(fn, bag, bag=True), context=self.context)
         if isinstance(value, FunctionResult):
             return value
         return FunctionResult(fn.full_name, value, {"arguments": bag})

@@ -16,7 +16,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from loguru import logger
@@ -26,7 +26,8 @@ from rolecast.errors import OutputParseError
 from rolecast.jsonutil import extract_json, loads_lenient
 from rolecast.llm.base import truncate_at_stop
 
-from .tool_loop import (
+from ..tools import FunctionRegistry, KernelFunction, fit_arguments, render_stepwise_manual
+from .base import (
     AgentAction,
     AgentFinish,
     AgentResult,
@@ -35,9 +36,7 @@ from .tool_loop import (
     StopReason,
     ToolLoopAction,
     Turn,
-    resolve_tool,
 )
-from .tools import FunctionRegistry, KernelFunction
 
 #: Semantic Kernel's StepwiseStep prompt, verbatim (``{{$var}}`` placeholders).
 STEPWISE_PROMPT = """[INSTRUCTION]
@@ -131,28 +130,6 @@ class StepwiseStep(BaseModel):
     original_response: str = ""
 
 
-def qualified_name(fn: KernelFunction) -> str:
-    """``Plugin-Function`` (the name the stepwise prompt asks the model to use)."""
-    return f"{fn.plugin_name}-{fn.name}" if fn.plugin_name else fn.name
-
-
-def render_stepwise_manual(functions: Iterable[KernelFunction]) -> str:
-    """The manual in the format the stepwise prompt announces: for each function a line
-    ``MathPlugin-Add: Add value to a value``, then ``  inputs:`` and one
-    ``    - input: the first number`` line per parameter (``  inputs: None`` for none)."""
-    entries = []
-    for fn in sorted(functions, key=lambda f: (f.plugin_name or "", f.name)):
-        inputs = [
-            f"    - {p.name}: {p.description}"
-            + (f" (default value={p.default})" if not p.required and p.default not in (None, "") else "")
-            for p in fn.parameters
-        ]
-        body = "\n".join(inputs)
-        tail = f"  inputs:\n{body}\n" if body else "  inputs: None\n"
-        entries.append(f"{qualified_name(fn)}: {fn.description.strip()}\n{tail}")
-    return "\n".join(entries)
-
-
 def parse_stepwise(text: str) -> StepwiseStep:
     """Parse one answer like Semantic Kernel, with lenient JSON (JSON5, a balanced-brace fallback).
 
@@ -197,19 +174,6 @@ def parse_stepwise(text: str) -> StepwiseStep:
             "System step error, no thought or action found. Please give a valid thought and/or action."
         )
     return step
-
-
-def stepwise_arguments(fn: KernelFunction, variables: dict[str, Any]) -> dict[str, Any]:
-    """The ``action_variables`` fitted to ``fn``: an ``input`` the function does not take goes
-    to its one missing required parameter, or is dropped (the prompt always asks for one)."""
-    names = {p.name for p in fn.parameters}
-    arguments = dict(variables)
-    if "input" in arguments and "input" not in names:
-        value = arguments.pop("input")
-        missing = [p.name for p in fn.parameters if p.required and p.name not in arguments]
-        if len(missing) == 1 and value not in (None, ""):
-            arguments[missing[0]] = value
-    return arguments
 
 
 class StepwiseAction(ToolLoopAction):
@@ -283,15 +247,15 @@ class StepwiseAction(ToolLoopAction):
             logger.info("{}: no action to take", self.name)
             return Turn()  # a thought alone: the next iteration continues from it
         action = AgentAction(tool=step.action, tool_input=step.action_variables, log=text)
-        fn = resolve_tool(run.registry, step.action)
+        fn = run.registry.resolve(step.action)
         if fn is None:
-            known = ", ".join(qualified_name(f) for f in run.registry)
+            known = ", ".join(f.wire_name for f in run.registry)
             message = (
                 f"Error invoking action {step.action}: The function '{step.action}' was not found. "
                 f"Available functions: {known}"
             )
             return Turn(planned=[Planned(action, observation=message)])
-        return Turn(planned=[Planned(action, arguments=stepwise_arguments(fn, step.action_variables))])
+        return Turn(planned=[Planned(action, arguments=fit_arguments(fn, step.action_variables))])
 
     def _observed(self, run: LoopRun, planned: Planned, observation: str) -> None:
         steps = self._steps(run)
@@ -301,7 +265,7 @@ class StepwiseAction(ToolLoopAction):
     def _tool_failure(self, exc: Exception, fn: KernelFunction | None = None) -> str:
         message = super()._tool_failure(exc, fn)
         if self.handle_tool_errors is True and fn is not None:
-            return f"Error invoking action {qualified_name(fn)}: {message}"
+            return f"Error invoking action {fn.wire_name}: {message}"
         return message
 
     def _step_text(self, action: AgentAction, observation: str) -> str:
@@ -330,7 +294,4 @@ __all__ = [
     "StepwiseAction",
     "StepwiseStep",
     "parse_stepwise",
-    "qualified_name",
-    "render_stepwise_manual",
-    "stepwise_arguments",
 ]

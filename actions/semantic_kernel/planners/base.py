@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xml.sax.saxutils import quoteattr
 
 from loguru import logger
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from rolecast.context import Context, current_context, current_scope
 from rolecast.errors import OutputParseError, PlanError, ToolError
 from rolecast.jsonutil import extract_json
-from rolecast.llm.base import BaseLLM, LLMSettings, to_messages
+from rolecast.llm.base import BaseLLM, LLMSettings
 
-from ..plan import constrains_by_grammar, with_json_schema
-from ..prompt_function import FunctionResult, arguments_for, use_functions
-from ..tools import FunctionRegistry, KernelFunction, Plugin
+from ...structured import with_json_schema
+from ...tools import FunctionRegistry, KernelFunction, Plugin, fit_arguments, lookup
+from ..prompt_function import FunctionResult, use_functions
 from .prompts import JSON_FIX
 
 if TYPE_CHECKING:
@@ -43,10 +43,6 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound=BaseModel)
 
 _VAR = re.compile(r"\$([A-Za-z_]\w*)")
-
-
-class PlanParseError(PlanError):
-    """One answer of the model could not be read as a plan (the planner re-asks)."""
 
 
 @dataclass
@@ -164,38 +160,28 @@ class FunctionPlan:
         )
 
 
-def _lookup(variables: Mapping[str, Any], name: str) -> Any:
-    # context variables are case-insensitive in Semantic Kernel
-    if name in variables:
-        return variables[name]
-    folded = name.casefold()
-    return next((v for k, v in variables.items() if k.casefold() == folded), None)
-
-
 def expand_variables(value: Any, variables: Mapping[str, Any]) -> Any:
     """Replace each ``$NAME`` in a text by the variable ``NAME`` (unknown names stay)."""
     if not isinstance(value, str):
         return value
 
     def sub(match: re.Match[str]) -> str:
-        found = _lookup(variables, match.group(1))
+        found = lookup(variables, match.group(1))
         return match.group(0) if found is None else str(found)
 
     return _VAR.sub(sub, value)
 
 
 def _step_arguments(function: KernelFunction, step: PlanStep, variables: Mapping[str, Any]) -> dict[str, Any]:
+    """A step's attributes (``$VARIABLES`` expanded), the function's other parameters filled from
+    the plan's variables (``input`` from ``$INPUT``), fitted to what the function takes."""
     args = {k: expand_variables(v, variables) for k, v in step.parameters.items()}
     for param in function.parameters:
-        if param.name in args:
-            continue
-        if param.name.casefold() == "input":
-            args[param.name] = variables["INPUT"]
-        else:
-            found = _lookup(variables, param.name)
+        if param.name not in args:
+            found = variables["INPUT"] if param.name.casefold() == "input" else lookup(variables, param.name)
             if found is not None:
                 args[param.name] = found
-    taken = arguments_for(function, args)
+    taken = fit_arguments(function, args, bag=True)
     if len(taken) < len(args):
         # models invent parameters now and then; SK's argument bag ignores them too
         logger.debug("{} ignores arguments {}", function.full_name, sorted(set(args) - set(taken)))
@@ -337,44 +323,28 @@ class Planner:
         ``constrained_type`` is asked of providers that take a JSON schema;
         ``grammar_schema`` (tighter: bounded strings, one shape per function) replaces its
         schema on models that decode under a grammar. Returns the validated value and the
-        raw text. Parse and validation errors go back to the model; after ``max_tries``
-        answers, :class:`PlanError` carries the last one.
+        raw text. Parse and validation errors go back to the model (the seam's one re-ask
+        loop); after ``max_tries`` answers, :class:`PlanError` carries the last one.
         """
         llm = self.llm
         with self._scope():
-            if llm.supports_json_schema:
-                asked = constrained_type or output_type
-                if grammar_schema is not None and constrains_by_grammar(llm):
-                    asked = with_json_schema(output_type, grammar_schema)
-                try:
+            try:
+                if llm.supports_json_schema:
+                    asked = constrained_type or output_type
+                    if grammar_schema is not None and llm.grammar_constrained:
+                        asked = with_json_schema(output_type, grammar_schema)
                     value = await llm.structured(
-                        prompt,
-                        asked,
-                        retries=self.max_tries - 1,
-                        validate=validate,
-                        settings=self.settings,
+                        prompt, asked, retries=self.max_tries - 1, validate=validate, settings=self.settings
                     )
-                except OutputParseError as exc:
-                    message = f"{self.name}: no valid plan: {exc}"
-                    raise PlanError(message, raw=exc.raw, errors=[str(exc)]) from exc
-                return value, value.model_dump_json()
-            messages = to_messages(prompt)
-            errors: list[str] = []
-            raw = ""
-            for attempt in range(self.max_tries):
-                completion = await llm.complete(messages, stop=stop, settings=self.settings)
-                raw = completion.text
-                try:
+                    return value, value.model_dump_json()
+
+                def parse(raw: str) -> tuple[M, str]:
                     value = output_type.model_validate(extract_json(raw, expect=dict))
                     validate(value)
                     return value, raw
-                except (OutputParseError, ValidationError, ValueError) as exc:
-                    errors.append(str(exc))
-                    logger.debug("{} answer {} invalid: {}", self.name, attempt + 1, exc)
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": raw},
-                        {"role": "user", "content": JSON_FIX.format(error=exc)},
-                    ]
-            message = f"{self.name}: no valid plan after {self.max_tries} answers: {errors[-1]}"
-            raise PlanError(message, raw=raw, errors=errors)
+
+                return await llm.ask_valid(
+                    prompt, parse, tries=self.max_tries, fix=JSON_FIX, stop=stop, settings=self.settings
+                )
+            except OutputParseError as exc:
+                raise PlanError(f"{self.name}: no valid plan: {exc}", raw=exc.raw, errors=exc.errors) from exc

@@ -7,12 +7,13 @@
   :class:`~rolecast.errors.ToolError` with a message the model can act on.
 * :class:`Plugin` is a named group of functions (Semantic Kernel's plugin):
   ``plugin["Add"]``; its functions are called ``Plugin.Function``.
-* :class:`FunctionRegistry` holds plugins and loose tools and finds functions by
-  ``Plugin.Function``, ``Plugin-Function`` or a unique bare name. Tools and prompt
-  functions share it and one invocation path (:meth:`KernelFunction.invoke`), which
-  runs the context's invocation hooks.
-* Renderers produce the tool manuals the seed articles show: LangChain's
-  ``name: description`` lines, Qwen's ``TOOL_DESC`` and Semantic Kernel's function manual.
+
+A function has one canonical name, ``Plugin.Function`` (:attr:`KernelFunction.full_name`),
+and one wire form for places that forbid dots, ``Plugin-Function``
+(:attr:`KernelFunction.wire_name`: OpenAI tool names, the stepwise prompt).
+:class:`~actions.tools.registry.FunctionRegistry` finds a function by either. Tools and
+prompt functions share one invocation path (:meth:`KernelFunction.invoke`), which runs
+the context's invocation hooks.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 
 from rolecast.context import Context, current_context
-from rolecast.errors import ToolError
+from rolecast.errors import OutputParseError, ToolError
+
+from .arguments import arguments_from_text
 
 
 @dataclass
@@ -40,8 +43,6 @@ class ToolParameter:
     required: bool = True
 
     def schema(self) -> dict[str, Any]:
-        from pydantic import TypeAdapter
-
         try:
             s = TypeAdapter(self.annotation).json_schema()
         except Exception:  # an exotic annotation: describe it as free text
@@ -94,6 +95,11 @@ class KernelFunction:
         """``Plugin.Function`` (or the bare name for a tool outside any plugin)."""
         return f"{self.plugin_name}.{self.name}" if self.plugin_name else self.name
 
+    @property
+    def wire_name(self) -> str:
+        """``Plugin-Function``: the name where dots are not allowed (OpenAI tools, stepwise)."""
+        return f"{self.plugin_name}-{self.name}" if self.plugin_name else self.name
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.full_name!r})"
 
@@ -106,12 +112,11 @@ class KernelFunction:
             "required": [p.name for p in self.parameters if p.required],
         }
 
-    def openai_schema(self, separator: str = "-") -> dict[str, Any]:
-        """The OpenAI ``tools=[...]`` entry (names may not contain dots there)."""
-        name = self.full_name.replace(".", separator)
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI ``tools=[...]`` entry (named by :attr:`wire_name`: no dots allowed there)."""
         return {
             "type": "function",
-            "function": {"name": name, "description": self.description, "parameters": self.json_schema},
+            "function": {"name": self.wire_name, "description": self.description, "parameters": self.json_schema},
         }
 
     # ---------------------------------------------------------------- calling
@@ -123,33 +128,17 @@ class KernelFunction:
         if arguments is None or arguments == "":
             arguments = {}
         if isinstance(arguments, str):
-            text = arguments.strip()
-            parsed: Any = None
-            if text[:1] in "{[":
-                from rolecast.jsonutil import loads_lenient
-
-                try:
-                    parsed = loads_lenient(text)
-                except ValueError:
-                    parsed = None
-            if isinstance(parsed, dict):
-                arguments = parsed
-            elif len(self.parameters) >= 1 and sum(p.required for p in self.parameters) <= 1:
-                # a single-input tool called with a bare value (LangChain style)
-                target = next((p for p in self.parameters if p.required), self.parameters[0])
-                arguments = {target.name: text}
-            else:
-                raise ToolError(
-                    f"{self.full_name} expects a JSON object with "
-                    f"{', '.join(p.name for p in self.parameters)}; got {arguments!r}"
-                )
+            try:
+                arguments = arguments_from_text(self, arguments)
+            except OutputParseError as exc:
+                raise ToolError(str(exc)) from exc
         if not isinstance(arguments, dict):
             if len(self.parameters) == 1:
                 arguments = {self.parameters[0].name: arguments}
             else:
                 raise ToolError(f"{self.full_name} expects a JSON object of arguments, got {arguments!r}")
         unknown = set(arguments) - {p.name for p in self.parameters}
-        if unknown and not self._accepts_extra():
+        if unknown and not self.accepts_extra():
             raise ToolError(
                 f"{self.full_name} got unknown argument(s) {sorted(unknown)}; "
                 f"it takes {[p.name for p in self.parameters]}"
@@ -162,11 +151,12 @@ class KernelFunction:
             )
             raise ToolError(f"invalid arguments for {self.full_name}: {problems}") from exc
         values = {p.name: getattr(model, p.name) for p in self.parameters}
-        if self._accepts_extra():
+        if self.accepts_extra():
             values.update({k: v for k, v in arguments.items() if k in unknown})
         return values
 
-    def _accepts_extra(self) -> bool:
+    def accepts_extra(self) -> bool:
+        """Whether undeclared arguments are passed through (a prompt function's template may use them)."""
         return False
 
     async def invoke(self, arguments: Any = None, *, context: Context | None = None, **kwargs: Any) -> Any:
@@ -362,124 +352,6 @@ class Plugin:
         return f"Plugin({self.name!r}, {list(self.functions)})"
 
 
-@dataclass
-class FunctionRegistry:
-    """Plugins and loose tools, found by ``Plugin.Function``, ``Plugin-Function`` or bare name."""
-
-    plugins: dict[str, Plugin] = field(default_factory=dict)
-    loose: dict[str, KernelFunction] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, *items: Any) -> FunctionRegistry:
-        """A registry from plugins, tools, plugin objects, or lists of those."""
-        registry = cls()
-        for item in items:
-            registry.add(item)
-        return registry
-
-    def add(self, item: Any, name: str | None = None) -> None:
-        if isinstance(item, FunctionRegistry):
-            self.plugins.update(item.plugins)
-            self.loose.update(item.loose)
-        elif isinstance(item, Plugin):
-            self.plugins[name or item.name] = item
-        elif isinstance(item, KernelFunction):
-            if item.plugin_name:
-                self.plugins.setdefault(item.plugin_name, Plugin(item.plugin_name)).add(item)
-            else:
-                self.loose[item.name] = item
-        elif isinstance(item, (list, tuple)):
-            for sub in item:
-                self.add(sub)
-        elif callable(item) and not isinstance(item, type):
-            self.add(Tool.from_function(item))
-        else:
-            self.plugins[name or type(item).__name__] = Plugin.from_object(item, name)
-
-    add_plugin = add
-
-    def functions(self) -> list[KernelFunction]:
-        out = list(self.loose.values())
-        for plugin in self.plugins.values():
-            out.extend(plugin)
-        return out
-
-    def __iter__(self) -> Iterator[KernelFunction]:
-        return iter(self.functions())
-
-    def __len__(self) -> int:
-        return len(self.loose) + sum(len(p) for p in self.plugins.values())
-
-    def find(self, name: str) -> KernelFunction | None:
-        """The function called ``name`` (``Plugin.Fn``, ``Plugin-Fn``, ``Plugin_Fn`` or ``Fn``)."""
-        name = name.strip().strip("`'\"")
-        if name in self.loose:
-            return self.loose[name]
-        for sep in (".", "-"):
-            if sep in name:
-                plugin_name, _, fn_name = name.partition(sep)
-                plugin = self.plugins.get(plugin_name)
-                if plugin is not None and fn_name in plugin:
-                    return plugin[fn_name]
-        matches = [f for f in self.functions() if f.name == name or f.full_name.replace(".", "_") == name]
-        return matches[0] if len(matches) == 1 else None
-
-    def get(self, name: str) -> KernelFunction:
-        """Like :meth:`find`, but an unknown name raises :class:`ToolError` listing the known ones."""
-        found = self.find(name)
-        if found is None:
-            known = ", ".join(f.full_name for f in self.functions()) or "none"
-            raise ToolError(f"unknown function {name!r}; available: {known}")
-        return found
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.find(name) is not None
 
 
-# -------------------------------------------------------------------- renderers
-QWEN_TOOL_DESC = (
-    "{name_for_model}: Call this tool to interact with the {name_for_human} API. "
-    "What is the {name_for_human} API useful for? {description_for_model} "
-    "Parameters: {parameters} Format the arguments as a JSON object."
-)
-
-
-def render_langchain(functions: Iterable[KernelFunction]) -> str:
-    """LangChain's zero-shot tool lines: ``name: description``."""
-    return "\n".join(f"{f.full_name}: {f.description}" for f in functions)
-
-
-def render_qwen(functions: Iterable[KernelFunction]) -> str:
-    """Qwen's ``TOOL_DESC`` blocks, one per tool, separated by blank lines."""
-    blocks = []
-    for f in functions:
-        params = [
-            # as in Qwen's TOOL_DESC: the description beside the schema, not inside it
-            {
-                "name": p.name,
-                "description": p.description,
-                "required": p.required,
-                "schema": {k: v for k, v in p.schema().items() if k != "description"},
-            }
-            for p in f.parameters
-        ]
-        blocks.append(
-            QWEN_TOOL_DESC.format(
-                name_for_model=f.full_name,
-                name_for_human=f.human_name,
-                description_for_model=f.description,
-                parameters=json.dumps(params, ensure_ascii=False),
-            )
-        )
-    return "\n\n".join(blocks)
-
-
-def render_sk_manual(functions: Iterable[KernelFunction]) -> str:
-    """Semantic Kernel's function manual (``Plugin.Function:`` / description / inputs)."""
-    blocks = []
-    for f in functions:
-        lines = [f"{f.full_name}:", f"  description: {f.description}", "  inputs:"]
-        for p in f.parameters:
-            lines.append(f"    - {p.name}: {p.description}".rstrip())
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+__all__ = ["KernelFunction", "Plugin", "Tool", "ToolParameter", "kernel_function", "tool"]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 
-from .errors import SandboxError
+from rolecast.errors import SandboxError
 
 # Runs in the child before the model's code: set the limits, replay earlier cells
 # with their output discarded, then run the cell. ``code.InteractiveInterpreter``

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..tools import KernelFunction
+from ...tools import KernelFunction
 
 # -------------------------------------------------------------- sequential (XML)
 SEQUENTIAL_PLANNER_PROMPT = """Create an XML plan step by step, to satisfy the goal given, with the available functions.

@@ -1,14 +1,8 @@
-"""Built-in tools: a sandboxed Python runner and a safe calculator.
+"""The built-in calculator: arithmetic evaluated by walking the syntax tree.
 
-* :class:`PythonTool` (``python_tool()``) runs the model's code with
-  :func:`rolecast.sandbox.run_python` — in a limited subprocess, never in this
-  process — and answers with what it printed, or the error's last line
-  (``NameError: name 'fibonacci' is not defined``). Inside a tool loop
-  (:func:`tool_run_scope`) definitions persist between the calls of that one run.
-* :func:`evaluate_arithmetic` / :data:`calculator` evaluate arithmetic by walking the
-  syntax tree: numbers, ``+ - * / // % **``, unary signs, parentheses and a few
-  ``math`` functions. There is no ``eval``; names, attributes, subscripts and huge
-  results are refused.
+:func:`evaluate_arithmetic` / :data:`calculator` take numbers, ``+ - * / // % **``,
+unary signs, parentheses and a few ``math`` functions. There is no ``eval``; names,
+attributes, subscripts and huge results are refused.
 """
 
 from __future__ import annotations
@@ -16,134 +10,13 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from rolecast.context import Context
 from rolecast.errors import ToolError
-from rolecast.sandbox import PythonSession, run_python
 
-from .tools import KernelFunction, Tool, ToolParameter
+from .function import Tool
 
-# --------------------------------------------------------------- run scoping
-_RUN_STATE: ContextVar[dict[Any, Any] | None] = ContextVar("rolecast_tool_run_state", default=None)
-
-
-@contextmanager
-def tool_run_scope() -> Iterator[dict[Any, Any]]:
-    """Mark one run of a tool loop: stateful tools keep their state here, and only here.
-
-    Tool loops open one scope per run, so two runs (even concurrent ones, each in its
-    own task) never share a Python session. Outside any scope tools are stateless.
-    """
-    state: dict[Any, Any] = {}
-    token = _RUN_STATE.set(state)
-    try:
-        yield state
-    finally:
-        _RUN_STATE.reset(token)
-
-
-def current_run_state() -> dict[Any, Any] | None:
-    """The state dictionary of the innermost :func:`tool_run_scope`, or None."""
-    return _RUN_STATE.get()
-
-
-# ---------------------------------------------------------------- python tool
-PYTHON_TOOL_DESCRIPTION = (
-    "A Python shell. Use this to execute python commands. Input should be a valid python command. "
-    "If you want to see the output of a value, you should print it out with `print(...)`."
-)
-
-_FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n?(.*?)\n?```\s*$", re.DOTALL)
-
-
-def strip_code_fence(text: str) -> str:
-    """The code inside a Markdown code fence (```python ... ```), else ``text`` unchanged."""
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
-
-
-class PythonTool(KernelFunction):
-    """Runs Python code in the sandbox and reports stdout, or the error's last line.
-
-    Within one :func:`tool_run_scope` (one agent run) the tool keeps a
-    :class:`~rolecast.sandbox.PythonSession`, so a function defined in one call can be
-    used in the next; with ``keep_state=False``, or outside a scope, every call starts
-    from nothing.
-    """
-
-    def __init__(
-        self,
-        *,
-        name: str = "python",
-        description: str = PYTHON_TOOL_DESCRIPTION,
-        timeout: float = 10,
-        memory_mb: int | None = 512,
-        max_output: int = 20_000,
-        keep_state: bool = True,
-        echo_last_expression: bool = False,
-        env: Mapping[str, str] | None = None,
-        return_direct: bool = False,
-        plugin_name: str | None = None,
-    ):
-        super().__init__(
-            name,
-            description,
-            [ToolParameter("code", "the Python code to run", str)],
-            plugin_name=plugin_name,
-            return_direct=return_direct,
-            human_name="Python",
-        )
-        self.timeout = timeout
-        self.memory_mb = memory_mb
-        self.max_output = max_output
-        self.keep_state = keep_state
-        self.echo_last_expression = echo_last_expression
-        self.env = dict(env or {})
-
-    def _session(self) -> PythonSession | None:
-        state = current_run_state()
-        if not self.keep_state or state is None:
-            return None
-        key = ("python-session", id(self))
-        session = state.get(key)
-        if session is None:
-            session = state[key] = PythonSession(
-                timeout=self.timeout,
-                memory_mb=self.memory_mb,
-                max_output=self.max_output,
-                env=self.env,
-                echo_last_expression=self.echo_last_expression,
-            )
-        return session
-
-    async def _call(self, arguments: dict[str, Any], context: Context) -> str:
-        code = strip_code_fence(str(arguments["code"]))
-        session = self._session()
-        if session is not None:
-            result = await session.run(code)
-        else:
-            result = await run_python(
-                code,
-                timeout=self.timeout,
-                memory_mb=self.memory_mb,
-                max_output=self.max_output,
-                env=self.env,
-                echo_last_expression=self.echo_last_expression,
-            )
-        return result.observation()
-
-
-def python_tool(**kwargs: Any) -> PythonTool:
-    """A :class:`PythonTool`; keywords as its constructor (``name``, ``timeout``, …)."""
-    return PythonTool(**kwargs)
-
-
-# ----------------------------------------------------------------- calculator
 MAX_EXPRESSION_CHARS = 1000
 MAX_INT_BITS = 10_000  # about 3000 decimal digits
 MAX_FACTORIAL = 1000
@@ -322,15 +195,4 @@ def calculator_tool(*, name: str = "calculator", return_direct: bool = False) ->
     return Tool.from_function(_calculator, name=name, human_name="Calculator", return_direct=return_direct)
 
 
-__all__ = [
-    "PYTHON_TOOL_DESCRIPTION",
-    "PythonTool",
-    "calculator",
-    "calculator_tool",
-    "current_run_state",
-    "evaluate_arithmetic",
-    "format_number",
-    "python_tool",
-    "strip_code_fence",
-    "tool_run_scope",
-]
+__all__ = ["calculator", "calculator_tool", "evaluate_arithmetic", "format_number"]

@@ -1,0 +1,92 @@
+"""Running an action for its owner: the one path from an action's result to a remembered Message.
+
+Every action a role runs — a react or by_order step (``Role._act``), a task of a
+``plan_and_act`` plan, a tool loop of a :class:`~roles.ToolAgent` — goes through
+:func:`perform`, which
+
+1. calls the action (or the role's ``_act`` override),
+2. types a failure: rolecast's own errors pass unchanged, anything else becomes
+   :class:`~rolecast.errors.ActionFailed` with the original as ``__cause__``,
+3. normalises the result to a :class:`~memory.Message` (:func:`to_message`), and
+4. remembers it in the owner's memory, once (memory never stores a message twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from loguru import logger
+from pydantic import BaseModel
+
+from memory import Message, any_to_str
+from rolecast.errors import ActionFailed, RolecastError
+
+from .action import Action
+
+
+class Performer(Protocol):
+    """What running an action needs of its owner (a :class:`~roles.Role` is one)."""
+
+    name: str
+    profile: str
+
+    def remember(self, message: Message) -> None:
+        """Keep ``message`` in the owner's memory."""
+
+
+def to_message(result: Any, action: Action, owner: Performer) -> Message:
+    """An action's result as the Message its owner publishes.
+
+    A Message is completed (``cause_by``, ``sent_from``) and kept. A pydantic model
+    becomes ``instruct_content``; its text is its own ``__str__`` when it defines one
+    (an agent's answer), else its JSON, and a ``message_metadata`` property of the
+    model goes into ``metadata``. Anything else is published as its text.
+    """
+    if isinstance(result, Message):
+        if not result.cause_by:
+            result.cause_by = any_to_str(action)
+        if not result.sent_from:
+            result.sent_from = owner.name
+        return result
+    if isinstance(result, BaseModel):
+        custom_str = type(result).__str__ is not BaseModel.__str__
+        metadata = getattr(result, "message_metadata", None)
+        return Message(
+            content=str(result) if custom_str else result.model_dump_json(),
+            instruct_content=result,
+            role=owner.profile,
+            cause_by=action,
+            sent_from=owner.name,
+            metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        )
+    return Message(
+        content="" if result is None else str(result),
+        role=owner.profile,
+        cause_by=action,
+        sent_from=owner.name,
+    )
+
+
+async def perform(
+    owner: Performer,
+    action: Action,
+    history: Sequence[Message] = (),
+    *,
+    invoke: Callable[[], Awaitable[Any]] | None = None,
+) -> Message:
+    """Run ``action`` for ``owner`` on ``history`` (or call ``invoke()`` instead, e.g. a role's
+    ``_act`` override); returns the result as a Message that is in the owner's memory."""
+    try:
+        result = await (invoke() if invoke is not None else action.run(list(history)))
+    except RolecastError:
+        raise
+    except Exception as exc:
+        logger.error("{}: action {} raised {}: {}", owner.name, action.name, type(exc).__name__, exc)
+        raise ActionFailed(owner.name, action.name, exc) from exc
+    message = to_message(result, action, owner)
+    owner.remember(message)
+    return message
+
+
+__all__ = ["Performer", "perform", "to_message"]

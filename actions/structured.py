@@ -1,0 +1,36 @@
+"""Structured-output helpers shared by the actions that ask for JSON (plans, planners)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar, TypeVar, cast
+
+from pydantic import BaseModel, create_model
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _SchemaOverride(BaseModel):
+    """A model that validates as declared but shows providers another JSON schema."""
+
+    schema_override: ClassVar[dict[str, Any] | None] = None
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if cls.schema_override is not None:
+            return copy.deepcopy(cls.schema_override)
+        return super().model_json_schema(*args, **kwargs)
+
+
+def with_json_schema(model: type[M], schema: dict[str, Any]) -> type[M]:
+    """A subclass of ``model`` that validates as ``model`` but shows providers ``schema``.
+
+    For a grammar-constrained model a tighter schema than pydantic can express (bounded
+    strings, one object shape per function, acyclic ids) keeps the answer valid and short.
+    """
+    sub = create_model(model.__name__, __base__=(model, _SchemaOverride))
+    cast(Any, sub).schema_override = schema
+    return cast("type[M]", sub)
+
+
+__all__ = ["with_json_schema"]

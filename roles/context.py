@@ -1,0 +1,89 @@
+"""A role's runtime state: its inbox (:class:`MessageQueue`) and :class:`RoleContext`."""
+
+from __future__ import annotations
+
+from collections import deque
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from actions import Action
+from memory import Memory, Message
+
+
+class RoleReactMode(str, Enum):
+    REACT = "react"
+    BY_ORDER = "by_order"
+    PLAN_AND_ACT = "plan_and_act"
+
+    @classmethod
+    def values(cls) -> list[str]:
+        return [m.value for m in cls]
+
+
+class MessageQueue:
+    """A role's inbox.
+
+    While the environment runs a round the inbox is *sealed*: messages published
+    during the round are held back and become readable at the next round, so what a
+    role sees never depends on which role the scheduler happened to run first.
+    """
+
+    def __init__(self) -> None:
+        self._queue: deque[Message] = deque()
+        self._held: deque[Message] = deque()
+        self._sealed = False
+
+    def push(self, message: Message) -> None:
+        (self._held if self._sealed else self._queue).append(message)
+
+    def pop_all(self) -> list[Message]:
+        items = list(self._queue)
+        self._queue.clear()
+        return items
+
+    def seal(self) -> None:
+        """Hold back messages pushed from now on (the start of a round)."""
+        self._sealed = True
+
+    def unseal(self) -> None:
+        """Release held messages for the next round."""
+        self._sealed = False
+        if self._held:
+            self._queue.extend(self._held)
+            self._held.clear()
+
+    def empty(self) -> bool:
+        return not self._queue and not self._held
+
+    def __len__(self) -> int:
+        return len(self._queue) + len(self._held)
+
+
+class RoleContext(BaseModel):
+    """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    env: Any = Field(default=None, exclude=True)
+    msg_buffer: MessageQueue = Field(default_factory=MessageQueue, exclude=True)
+    memory: Memory = Field(default_factory=Memory)
+    state: int = -1
+    todo: Action | None = Field(default=None, exclude=True)
+    watch: set[str] = Field(default_factory=set)
+    news: list[Message] = Field(default_factory=list, exclude=True)
+    react_mode: RoleReactMode = RoleReactMode.REACT
+    max_react_loop: int = 1
+
+    @property
+    def important_memory(self) -> list[Message]:
+        """Messages caused by the actions this role watches."""
+        return self.memory.get_by_actions(self.watch)
+
+    @property
+    def history(self) -> list[Message]:
+        return self.memory.get()
+
+
+__all__ = ["MessageQueue", "RoleContext", "RoleReactMode"]
