@@ -2,34 +2,64 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
+
+from architecture import function_level_imports, module_cycles, upward_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"rolecast": 0, "memory": 1, "actions": 2, "roles": 3, "environment": 4}
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-    return found & set(LAYERS)
-
-
 def test_imports_flow_one_way_only():
-    violations = []
-    for package, rank in LAYERS.items():
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for imported in _imports(path):
-                if LAYERS[imported] > rank:
-                    violations.append(f"{path.relative_to(ROOT)} imports {imported}")
+    violations = upward_imports(ROOT, LAYERS)
     assert violations == [], "imports against architecture.md's DAG:\n" + "\n".join(violations)
+
+
+def test_no_module_level_import_cycle():
+    assert module_cycles(ROOT, list(LAYERS)) == []
+
+
+def test_no_framework_import_hides_inside_a_function():
+    assert function_level_imports(ROOT, list(LAYERS)) == []
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_checker_finds_a_planted_module_cycle(tmp_path):
+    root = _plant(tmp_path, {
+        "low/__init__.py": "",
+        "low/a.py": "from .b import thing\n",
+        "low/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import x\nimport low.a\nthing = 1\n",
+        "low/c.py": "from .a import thing\n",  # c -> a -> b, but b -> c is type-only: not a cycle
+    })
+    assert module_cycles(root, ["low"]) == [["low.a", "low.b"]]
+
+
+def test_the_checker_finds_a_cycle_hidden_in_a_function_and_an_upward_import(tmp_path):
+    root = _plant(tmp_path, {
+        "low/__init__.py": "",
+        "low/a.py": "def f():\n    from low import b\n    return b\n",
+        "low/b.py": "import low.a\n",
+        "high/__init__.py": "",
+        "high/x.py": "from low import a\n",
+    })
+    assert module_cycles(root, ["low", "high"]) == []  # hidden …
+    assert function_level_imports(root, ["low", "high"]) == [
+        "low.a imports low inside a function (line 2)",
+        "low.a imports low.b inside a function (line 2)",
+    ]
+    assert upward_imports(root, {"high": 0, "low": 1}) == [
+        "high.x imports low (line 1)",
+        "high.x imports low.a (line 1)",
+    ]
 
 
 def test_the_layers_are_all_there():

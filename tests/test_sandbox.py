@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from actions.tools.sandbox import PythonSession, run_python
 from actions.tools import sandbox
+from actions.tools.sandbox import PythonSession, run_python
 from rolecast.errors import SandboxError
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="resource limits and process groups are POSIX")

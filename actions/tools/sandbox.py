@@ -298,26 +298,8 @@ async def run_python(
         raise SandboxError("timeout must be positive")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rolecast-sandbox-", ignore_cleanup_errors=True) as workdir:
-        setup_files = []
-        for i, cell in enumerate(setup):
-            setup_files.append(_write(workdir, f"cell_{i}.py", cell))
-        main = _write(workdir, "main.py", code)
-        if user is not None:
-            os.chmod(workdir, 0o777)  # the other user must be able to work in it
-        cfg = {
-            "limits": _limits(timeout, memory_mb, max_file_mb, max_processes),
-            "setup": setup_files,
-            "main": main,
-            "echo": echo_last_expression,
-        }
-        argv = [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(cfg)]
-        if namespaces and user is None:
-            prefix = await _namespace_prefix(network)
-            if prefix:
-                argv = [*prefix, *argv]
-        extra: dict[str, object] = {"start_new_session": True} if os.name == "posix" else {}
-        if user is not None:
-            extra["user"] = user
+        argv, extra = await _command(workdir, code, setup, echo_last_expression, user, namespaces, network,
+                                     _limits(timeout, memory_mb, max_file_mb, max_processes))
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -331,31 +313,7 @@ async def run_python(
         except (OSError, ValueError, KeyError) as exc:
             raise SandboxError(f"could not start the sandboxed interpreter: {exc}") from exc
         out, err = _Capture(max_output, keep_tail=False), _Capture(max_output, keep_tail=True)
-        readers = {
-            asyncio.ensure_future(_drain(proc.stdout, out)),
-            asyncio.ensure_future(_drain(proc.stderr, err)),
-        }
-        waiter = asyncio.ensure_future(proc.wait())
-        timed_out = False
-        try:
-            done, _ = await asyncio.wait({waiter}, timeout=timeout)
-            if not done:
-                timed_out = True
-                _kill_group(proc)
-                await waiter
-            # leftovers of the group (background children) would keep the pipes open
-            _kill_group(proc)
-            _, pending = await asyncio.wait(readers, timeout=_GRACE)
-            for task in pending:
-                task.cancel()
-        finally:
-            if proc.returncode is None:  # cancelled while running
-                _kill_group(proc)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(waiter), _GRACE)
-            for task in readers:
-                task.cancel()  # no-op for finished readers
-            waiter.cancel()
+        timed_out = await _communicate(proc, timeout, out, err)
         returncode = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     return SandboxResult(
         stdout=out.text(),
@@ -366,6 +324,66 @@ async def run_python(
         duration=time.monotonic() - started,
         timeout=timeout,
     )
+
+
+async def _command(
+    workdir: str,
+    code: str,
+    setup: Sequence[str],
+    echo: bool,
+    user: str | int | None,
+    namespaces: bool,
+    network: bool,
+    limits: dict[str, int],
+) -> tuple[list[str], dict[str, object]]:
+    """The child's argv (with the ``unshare`` prefix where it works) and extra spawn options."""
+    setup_files = [_write(workdir, f"cell_{i}.py", cell) for i, cell in enumerate(setup)]
+    main = _write(workdir, "main.py", code)
+    if user is not None:
+        os.chmod(workdir, 0o777)  # the other user must be able to work in it
+    cfg = {"limits": limits, "setup": setup_files, "main": main, "echo": echo}
+    argv = [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(cfg)]
+    if namespaces and user is None:
+        prefix = await _namespace_prefix(network)
+        if prefix:
+            argv = [*prefix, *argv]
+    extra: dict[str, object] = {"start_new_session": True} if os.name == "posix" else {}
+    if user is not None:
+        extra["user"] = user
+    return argv, extra
+
+
+async def _communicate(proc: asyncio.subprocess.Process, timeout: float, out: _Capture, err: _Capture) -> bool:
+    """Wait for the child within ``timeout`` while draining its pipes; True if it timed out.
+
+    The whole process group is killed at the end (background children would keep the
+    pipes open), and when the caller is cancelled.
+    """
+    readers = {
+        asyncio.ensure_future(_drain(proc.stdout, out)),
+        asyncio.ensure_future(_drain(proc.stderr, err)),
+    }
+    waiter = asyncio.ensure_future(proc.wait())
+    timed_out = False
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        if not done:
+            timed_out = True
+            _kill_group(proc)
+            await waiter
+        _kill_group(proc)
+        _, pending = await asyncio.wait(readers, timeout=_GRACE)
+        for task in pending:
+            task.cancel()
+    finally:
+        if proc.returncode is None:  # cancelled while running
+            _kill_group(proc)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(waiter), _GRACE)
+        for task in readers:
+            task.cancel()  # no-op for finished readers
+        waiter.cancel()
+    return timed_out
 
 
 _NAMESPACE_PREFIX: dict[bool, list[str] | None] = {}
