@@ -37,7 +37,9 @@ def test_the_checker_finds_a_planted_module_cycle(tmp_path):
     root = _plant(tmp_path, {
         "low/__init__.py": "",
         "low/a.py": "from .b import thing\n",
-        "low/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import x\nimport low.a\nthing = 1\n",
+        "low/b.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import x\nimport low.a\nthing = 1\n"
+        ),
         "low/c.py": "from .a import thing\n",  # c -> a -> b, but b -> c is type-only: not a cycle
     })
     assert module_cycles(root, ["low"]) == [["low.a", "low.b"]]
