@@ -102,6 +102,50 @@ class SandboxError(RunError):
     """The sandbox could not start or run the code (not: the code itself failed)."""
 
 
+class StoreError(RunError):
+    """The run store could not be written or read."""
+
+
+class ReplayError(RunError):
+    """A resumed or replayed run met a model call its log cannot answer."""
+
+
+class ReplayMismatch(ReplayError):
+    """The run asked the model something else than the log recorded at this point (the script changed)."""
+
+    def __init__(
+        self, *, role: str, action: str, recorded: Any, asked: Any, recorded_action: str = "", run_id: str = ""
+    ):
+        self.role = role
+        self.action = action
+        self.recorded = recorded
+        self.asked = asked
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id}: role {role!r} in action {action!r} asked the model something the log does not hold; "
+            f"the log's next call of this role (action {recorded_action!r}) asked {_brief(recorded)}, "
+            f"now it asks {_brief(asked)}"
+        )
+
+
+class ReplayMissing(ReplayError):
+    """A replayed run asked the model something the log never recorded."""
+
+    def __init__(self, *, role: str, action: str, asked: Any, run_id: str = ""):
+        self.role = role
+        self.action = action
+        self.asked = asked
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id}: replay has no recorded answer for role {role!r} in action {action!r}: {_brief(asked)}"
+        )
+
+
+def _brief(request: Any, limit: int = 300) -> str:
+    text = repr(request)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class LLMError(RunError):
     """The language model did not give a usable answer."""
 
@@ -186,10 +230,14 @@ __all__ = [
     "OutputParseError",
     "PlanError",
     "PlanParseError",
+    "ReplayError",
+    "ReplayMismatch",
+    "ReplayMissing",
     "RolecastError",
     "RunError",
     "SandboxError",
     "ScriptExhausted",
+    "StoreError",
     "TemplateError",
     "ToolError",
     "UsageError",

@@ -1,0 +1,265 @@
+"""The run store: an append-only log of everything a run does, written before it takes effect.
+
+A run is a sequence of :class:`RunEvent` records — run started, round begun, message
+published, model call answered, role turn started / finished / failed, round ended,
+run stopped — each with the run's id, a sequence number, the round and the role it
+belongs to, and a JSON payload. The log is the single source of truth for resuming a
+run, replaying it with no model, and inspecting it (``rolecast runs ...``).
+
+:class:`RunStore` is deliberately narrow — ``append``, ``events``, ``runs``, ``close``
+— so that a PostgreSQL store (for runs spread over several machines) implements the
+same four methods. :class:`SQLiteRunStore` is the embedded default: one file, WAL
+mode, one committed transaction per event, so a crash (even ``kill -9``) loses at most
+the model call in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigError, StoreError
+
+DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
+
+# Event kinds, in the order a run writes them.
+RUN_STARTED = "run_started"
+ROUND_STARTED = "round_started"
+MESSAGE = "message"
+LLM_CALL = "llm_call"
+TURN_STARTED = "turn_started"
+TURN_FINISHED = "turn_finished"
+TURN_FAILED = "turn_failed"
+ROUND_FINISHED = "round_finished"
+RUN_STOPPED = "run_stopped"
+CHECKPOINT = "checkpoint"
+EVENT_KINDS = (
+    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
+    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
+)
+
+
+@dataclass
+class RunEvent:
+    """One record of a run's log."""
+
+    run_id: str
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+    round: int = 0
+    role: str = ""
+    seq: int = 0  # assigned by the store on append
+    ts: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
+             "round": self.round, "role": self.role, "data": self.data},
+            ensure_ascii=False,
+        )
+
+
+@dataclass
+class RunInfo:
+    """A run as ``rolecast runs list`` shows it."""
+
+    run_id: str
+    started: float
+    events: int
+    messages: int
+    llm_calls: int
+    last_round: int
+    stop_reason: str | None
+    team: str = ""
+    idea: str = ""
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where runs are logged. Implementations must make ``append`` durable before returning."""
+
+    def append(self, event: RunEvent) -> RunEvent:
+        """Write ``event`` (its ``seq`` set to the next number of its run) and return it."""
+
+    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
+        """The events of ``run_id`` in order (only those of ``kinds`` when given)."""
+
+    def runs(self) -> list[RunInfo]:
+        """Every run in the store, newest first."""
+
+    def close(self) -> None:
+        """Release the store's resources."""
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    ts     REAL NOT NULL,
+    kind   TEXT NOT NULL,
+    round  INTEGER NOT NULL DEFAULT 0,
+    role   TEXT NOT NULL DEFAULT '',
+    data   TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_kind ON events (run_id, kind, seq);
+"""
+
+
+class SQLiteRunStore:
+    """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
+
+    Each ``append`` is its own committed transaction. With WAL and
+    ``synchronous=NORMAL`` a commit survives the process being killed; only a power
+    loss may drop the last commits. Safe to share between threads; several processes
+    may write the same file (SQLite serialises them).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
+        self._lock = threading.Lock()
+        self._next: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _next_seq(self, run_id: str) -> int:
+        seq = self._next.get(run_id)
+        if seq is None:
+            row = self._db.execute("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+            seq = (row[0] or 0) + 1
+        self._next[run_id] = seq + 1
+        return seq
+
+    def append(self, event: RunEvent) -> RunEvent:
+        payload = json.dumps(event.data, ensure_ascii=False, default=str)
+        with self._lock:
+            try:
+                event.seq = self._next_seq(event.run_id)
+                self._db.execute(
+                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+                )
+            except sqlite3.IntegrityError:
+                # another process appended to this run meanwhile: take the next free number
+                self._next.pop(event.run_id, None)
+                event.seq = self._next_seq(event.run_id)
+                self._db.execute(
+                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+        return event
+
+    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
+        query = "SELECT run_id, seq, ts, kind, round, role, data FROM events WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        wanted = list(kinds) if kinds is not None else None
+        if wanted is not None:
+            query += f" AND kind IN ({', '.join('?' * len(wanted))})"
+            params += wanted
+        with self._lock:
+            try:
+                rows = self._db.execute(query + " ORDER BY seq", params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
+        for run, seq, ts, kind, rnd, role, data in rows:
+            yield RunEvent(run, kind, json.loads(data), rnd, role, seq, ts)
+
+    def runs(self) -> list[RunInfo]:
+        query = """
+            SELECT run_id, MIN(ts), COUNT(*), SUM(kind = 'message'), SUM(kind = 'llm_call'), MAX(round)
+            FROM events GROUP BY run_id ORDER BY MIN(ts) DESC
+        """
+        with self._lock:
+            rows = self._db.execute(query).fetchall()
+        infos = []
+        for run_id, started, count, messages, calls, last_round in rows:
+            first = next(self.events(run_id, [RUN_STARTED]), None)
+            stops = list(self.events(run_id, [RUN_STOPPED]))
+            infos.append(RunInfo(
+                run_id, started, count, messages or 0, calls or 0, last_round or 0,
+                stops[-1].data.get("reason") if stops else None,
+                team=first.data.get("team", "") if first else "",
+                idea=first.data.get("idea", "") if first else "",
+            ))
+        return infos
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class MemoryRunStore:
+    """A run store in a list, for tests and for runs that need no file."""
+
+    def __init__(self) -> None:
+        self._events: list[RunEvent] = []
+        self._lock = threading.Lock()
+
+    def append(self, event: RunEvent) -> RunEvent:
+        with self._lock:
+            event.seq = 1 + sum(1 for e in self._events if e.run_id == event.run_id)
+            self._events.append(event)
+        return event
+
+    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
+        wanted = set(kinds) if kinds is not None else None
+        with self._lock:
+            found = [e for e in self._events if e.run_id == run_id and (wanted is None or e.kind in wanted)]
+        return iter(found)
+
+    def runs(self) -> list[RunInfo]:
+        ids = list(dict.fromkeys(e.run_id for e in self._events))
+        out = []
+        for run_id in reversed(ids):
+            events = list(self.events(run_id))
+            stops = [e for e in events if e.kind == RUN_STOPPED]
+            start = next((e for e in events if e.kind == RUN_STARTED), None)
+            out.append(RunInfo(
+                run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
+                sum(e.kind == LLM_CALL for e in events), max(e.round for e in events),
+                stops[-1].data.get("reason") if stops else None,
+                team=start.data.get("team", "") if start else "", idea=start.data.get("idea", "") if start else "",
+            ))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def open_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
+    """A store from what a user passed: a path (SQLite), a store, or None (no store)."""
+    if store is None or isinstance(store, RunStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return SQLiteRunStore(store)
+    raise ConfigError(f"store must be a path, a RunStore or None, not {type(store).__name__}")
+
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "EVENT_KINDS",
+    "MemoryRunStore",
+    "RunEvent",
+    "RunInfo",
+    "RunStore",
+    "SQLiteRunStore",
+    "open_store",
+]
