@@ -3,6 +3,7 @@
 Where things live (one home for each concept):
 
 * :mod:`actions.action` — :class:`Action`, :class:`UserRequirement`;
+* :mod:`actions.action_node` — :class:`ActionNode`, :class:`ActionOutput` (structured output, MetaGPT's way);
 * :mod:`actions.perform` — the one path that runs an action for a role;
 * :mod:`actions.plan_and_act` — MetaGPT's plan_and_act mode: plans, the plan writer, the runner;
 * :mod:`actions.tools` — tools, plugins, the function registry, manuals, built-in tools, the sandbox;
@@ -13,6 +14,7 @@ Where things live (one home for each concept):
 from loguru import logger
 
 from .action import Action, UserRequirement
+from .action_node import ActionNode, ActionOutput
 from .loops import (
     AgentAction,
     AgentFinish,
@@ -22,7 +24,7 @@ from .loops import (
     StepwiseAction,
     ToolLoopAction,
 )
-from .plan_and_act import Plan, PlanRunner, Task, WritePlan
+from .plan_and_act import Plan, PlanRunner, Task, TaskResult, WritePlan
 from .semantic_kernel import (
     ActionPlanner,
     BasicPlanner,
@@ -57,6 +59,8 @@ logger.disable("actions")
 
 __all__ = [
     "Action",
+    "ActionNode",
+    "ActionOutput",
     "ActionPlanner",
     "AgentAction",
     "AgentFinish",
@@ -80,6 +84,7 @@ __all__ = [
     "SequentialPlanner",
     "StepwiseAction",
     "Task",
+    "TaskResult",
     "Tool",
     "ToolLoopAction",
     "ToolParameter",

@@ -8,11 +8,18 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from memory import Memory, Message
 from rolecast.context import Context, current_context
+from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, LLMSettings
+from rolecast.usage import reject_unknown_keywords
+
+from .action_node import ActionNode
+
+#: keywords the constructor takes besides the fields
+INIT_KEYWORDS = frozenset({"llm", "context"})
 
 # ids of action instances whose ``run`` is already inside a hook invocation, so that a
 # subclass calling ``super().run()`` is not hooked twice
@@ -56,12 +63,24 @@ class Action(BaseModel):
             async def run(self, instruction: str) -> str:
                 return await self._aask(self.PROMPT_TEMPLATE.format(instruction=instruction))
 
+    Or, without a subclass, give it an instruction (MetaGPT's ``Action(instruction=...)``):
+    ``Action(name="Debate", instruction="Argue for your side")`` asks the model to follow
+    it on the history (through :attr:`node`, a raw-text :class:`ActionNode`).
+
     The model it uses (``self.llm``) is resolved at call time: the action's own
     ``llm``, else its named ``service`` in the team's context, else the role's model,
-    else the team's default, else the configured default. Every call of ``run`` goes
+    else the team's default, else the configured default. A role played by a person
+    (``Role(is_human=True)``) overrides all of these. Every call of ``run`` goes
     through the context's invocation hooks.
+
+    Constructor keywords besides the fields: ``llm`` and ``context`` (a
+    :class:`~rolecast.context.Context`). Any other keyword is a
+    :class:`~rolecast.errors.UsageError` naming the closest one; declare a field on a
+    subclass to add one.
     """
 
+    # extra="allow" so that subclass code may keep ad-hoc attributes (``self.x = ...``), as
+    # in MetaGPT; the constructor still rejects keywords it does not know
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     name: str = ""
@@ -69,17 +88,37 @@ class Action(BaseModel):
     prefix: str = ""
     service: str | None = None
     settings: LLMSettings | None = None
+    #: what the default ``run`` asks the model to do (MetaGPT's ``Action(instruction=...)``)
+    instruction: str = ""
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _role_llm: BaseLLM | None = PrivateAttr(default=None)
+    _forced_llm: BaseLLM | None = PrivateAttr(default=None)
     _context: Context | None = PrivateAttr(default=None)
     _owner: Any = PrivateAttr(default=None)
+    _node: ActionNode | None = PrivateAttr(default=None)
 
-    def __init__(self, llm: BaseLLM | None = None, **data: Any):
+    def __init__(self, llm: BaseLLM | None = None, context: Context | None = None, **data: Any):
+        reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if context is not None and not isinstance(context, Context):
+            raise UsageError(
+                f"{type(self).__name__}(context=...) takes a rolecast Context, not {type(context).__name__}; "
+                "pass data to run() instead"
+            )
         super().__init__(**data)
         self._llm = llm
+        self._context = context
         if not self.name:
             self.name = type(self).__name__
+
+    @model_validator(mode="after")
+    def _node_from_instruction(self) -> Action:
+        if self.instruction:
+            self._node = ActionNode(
+                key=self.name or type(self).__name__, expected_type=str, instruction=self.instruction, example="",
+                schema="raw",
+            )
+        return self
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -90,7 +129,9 @@ class Action(BaseModel):
     # ----------------------------------------------------------------- wiring
     @property
     def llm(self) -> BaseLLM:
-        """The model this action calls (resolved: action → service → role → team → default)."""
+        """The model this action calls (resolved: person → action → service → role → team → default)."""
+        if self._forced_llm is not None:
+            return self._forced_llm
         if self._llm is not None:
             return self._llm
         context = self.context
@@ -114,8 +155,23 @@ class Action(BaseModel):
     def set_context(self, context: Context | None) -> None:
         self._context = context
 
-    def set_role_llm(self, llm: BaseLLM | None) -> None:
+    def set_role_llm(self, llm: BaseLLM | None, *, override: bool = False) -> None:
+        """The owning role's model: used when the action has none of its own.
+
+        ``override=True`` (a role played by a person) makes it win over the action's own
+        model and service too.
+        """
         self._role_llm = llm
+        self._forced_llm = llm if override else None
+
+    @property
+    def node(self) -> ActionNode | None:
+        """The :class:`ActionNode` the default ``run`` fills (set by ``instruction``, or assigned)."""
+        return self._node
+
+    @node.setter
+    def node(self, value: ActionNode | None) -> None:
+        self._node = value
 
     def set_owner(self, owner: Any) -> None:
         """The role that owns this action (set by ``Role.set_actions``)."""
@@ -149,11 +205,25 @@ class Action(BaseModel):
         systems = [self.prefix, *(system_msgs or [])] if self.prefix else list(system_msgs or [])
         return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings)
 
-    async def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Default behaviour: ask the model about the given text or messages.
+    async def _run_action_node(self, *args: Any, **kwargs: Any) -> ActionNode:
+        """Fill :attr:`node` from the history given (newest first, as MetaGPT numbers it)."""
+        node = self._node
+        assert node is not None
+        history = args[0] if args else next(iter(kwargs.values()), [])
+        items = history if isinstance(history, (list, tuple)) else [history]
+        context = "## History Messages\n" + "\n".join(f"{i}: {m}" for i, m in enumerate(reversed(items)))
+        if self.prefix:
+            context = f"{self.prefix}\n\n{context}"
+        return await node.fill(req=context, llm=self.llm)
 
-        ``desc`` (if set) comes first as the instruction. Subclasses override this.
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Default behaviour: fill :attr:`node` if there is one, else ask the model about the
+        given text or messages (``desc``, if set, first as the instruction).
+
+        Subclasses override this.
         """
+        if self._node is not None:
+            return await self._run_action_node(*args, **kwargs)
         parts: list[str] = [self.desc] if self.desc else []
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, Message):

@@ -23,6 +23,7 @@ from memory import Message, any_to_str
 from rolecast.errors import ActionFailed, RolecastError
 
 from .action import Action
+from .action_node import ActionNode, ActionOutput
 
 
 class Performer(Protocol):
@@ -41,14 +42,23 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
     A Message is completed (``cause_by``, ``sent_from``) and kept. A pydantic model
     becomes ``instruct_content``; its text is its own ``__str__`` when it defines one
     (an agent's answer), else its JSON, and a ``message_metadata`` property of the
-    model goes into ``metadata``. Anything else is published as its text.
+    model goes into ``metadata``. An :class:`ActionOutput` or a filled :class:`ActionNode`
+    gives its ``content`` and ``instruct_content``. Anything else is published as its text.
     """
     if isinstance(result, Message):
-        if not result.cause_by:
+        if "cause_by" not in result.model_fields_set:  # defaulted to the user's requirement
             result.cause_by = any_to_str(action)
         if not result.sent_from:
             result.sent_from = owner.name
         return result
+    if isinstance(result, (ActionOutput, ActionNode)):
+        return Message(
+            content=result.content,
+            instruct_content=result.instruct_content,
+            role=owner.profile,
+            cause_by=action,
+            sent_from=owner.name,
+        )
     if isinstance(result, BaseModel):
         custom_str = type(result).__str__ is not BaseModel.__str__
         metadata = getattr(result, "message_metadata", None)

@@ -3,8 +3,9 @@
 from loguru import logger
 
 from .environment import Environment
-from .team import Team
+from .subscription import SubscriptionRunner
+from .team import History, Team
 
 logger.disable("environment")
 
-__all__ = ["Environment", "Team"]
+__all__ = ["Environment", "History", "SubscriptionRunner", "Team"]

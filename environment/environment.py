@@ -41,6 +41,12 @@ class Environment(BaseModel):
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
 
+    def model_post_init(self, __context: Any) -> None:
+        # roles given to the constructor join like hired ones (keyed by name, wired to the bus)
+        given = list(self.roles.values())
+        self.roles = {}
+        self.add_roles(given)
+
     # ---------------------------------------------------------------- roles
     def add_role(self, role: Role) -> None:
         if role.name in self.roles and self.roles[role.name] is not role:
@@ -60,6 +66,15 @@ class Environment(BaseModel):
         self._indexed[role.name] = set(addresses)
         for address in addresses:
             self._by_address.setdefault(address, []).append(role)
+
+    def get_addresses(self, role: Role) -> set[str]:
+        """The names ``role`` receives messages under (empty if it is not here)."""
+        return set(self._indexed.get(role.name, ())) if self.roles.get(role.name) is role else set()
+
+    @property
+    def member_addrs(self) -> dict[Role, set[str]]:
+        """Each role and the names it receives messages under (MetaGPT's routing table)."""
+        return {role: set(self._indexed.get(name, ())) for name, role in self.roles.items()}
 
     def get_role(self, name: str) -> Role | None:
         return self.roles.get(name)

@@ -6,7 +6,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
-    │   └── NestedEventLoopError    a sync helper was called inside a running loop
+    │   ├── NestedEventLoopError    a sync helper was called inside a running loop
+    │   └── PlanEditError           a plan edit names a task that is not (or already) there
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── ActionFailed            an action (or a role's override) raised
@@ -22,7 +23,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │       │   └── InvalidChoice   a state-selection answer that is not a number in range
     │       └── ScriptExhausted     a scripted test model was called more often than scripted
     └── ControlFlow                 signals, not failures
-        └── InvocationCancelled     a hook cancelled an action / tool / function call
+        ├── InvocationCancelled     a hook cancelled an action / tool / function call
+        └── HumanStopped            the person playing a role ended the run (exit / end of input)
 
 Errors keep what they are about as attributes (``raw`` text, ``spent`` / ``limit``,
 the ``role`` and ``action``) and chain the original exception as ``__cause__``;
@@ -49,6 +51,13 @@ class ConfigError(UsageError):
 
 class NestedEventLoopError(UsageError):
     """A synchronous convenience (``run_sync``) was called inside a running event loop."""
+
+
+class PlanEditError(UsageError, AssertionError):
+    """A plan edit (``replace_task``, ``append_task``) names a task id that is not, or is already, in the plan.
+
+    Also an ``AssertionError``, which is what MetaGPT's plan raises there.
+    """
 
 
 # ------------------------------------------------------------------ run errors
@@ -214,11 +223,16 @@ class InvocationCancelled(ControlFlow):
         super().__init__(f"invocation of {name!r} cancelled" + (f": {reason}" if reason else ""))
 
 
+class HumanStopped(ControlFlow):
+    """The person playing a role (``Role(is_human=True)``) typed ``exit``/``quit``, or their input ended."""
+
+
 __all__ = [
     "ActionFailed",
     "BudgetExceeded",
     "ConfigError",
     "ControlFlow",
+    "HumanStopped",
     "InvalidChoice",
     "InvocationCancelled",
     "LLMAPIError",
@@ -228,6 +242,7 @@ __all__ = [
     "LLMTimeoutError",
     "NestedEventLoopError",
     "OutputParseError",
+    "PlanEditError",
     "PlanError",
     "PlanParseError",
     "ReplayError",

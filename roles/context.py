@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from enum import Enum
 from typing import Any
 
+from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 
 from actions import Action
@@ -38,10 +40,34 @@ class MessageQueue:
     def push(self, message: Message) -> None:
         (self._held if self._sealed else self._queue).append(message)
 
+    def pop(self) -> Message | None:
+        """The oldest readable message, or None."""
+        return self._queue.popleft() if self._queue else None
+
     def pop_all(self) -> list[Message]:
+        """Every readable message, oldest first."""
         items = list(self._queue)
         self._queue.clear()
         return items
+
+    async def dump(self) -> str:
+        """The messages (readable and held) as a JSON list of :meth:`Message.dump` strings; nothing is removed."""
+        return json.dumps([m.dump() for m in (*self._queue, *self._held)], ensure_ascii=False)
+
+    @staticmethod
+    def load(data: str) -> MessageQueue:
+        """A queue of the messages :meth:`dump` wrote (empty, with a warning, if ``data`` is not JSON)."""
+        queue = MessageQueue()
+        try:
+            items = json.loads(data)
+        except json.JSONDecodeError as err:
+            logger.warning("MessageQueue.load: not JSON ({}); an empty queue", err)
+            return queue
+        for item in items:
+            message = Message.load(item) if isinstance(item, str) else Message.model_validate(item)
+            if message is not None:
+                queue.push(message)
+        return queue
 
     def seal(self) -> None:
         """Hold back messages pushed from now on (the start of a round)."""
