@@ -212,8 +212,7 @@ class Action(BaseModel):
         history = args[0] if args else next(iter(kwargs.values()), [])
         items = history if isinstance(history, (list, tuple)) else [history]
         context = "## History Messages\n" + "\n".join(f"{i}: {m}" for i, m in enumerate(reversed(items)))
-        if self.prefix:
-            context = f"{self.prefix}\n\n{context}"
+        node.system_msgs = [self.prefix] if self.prefix else []
         return await node.fill(req=context, llm=self.llm)
 
     async def run(self, *args: Any, **kwargs: Any) -> Any:

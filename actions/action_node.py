@@ -104,6 +104,8 @@ class ActionNode:
         self.instruct_content: BaseModel | None = None
         self.context: Any = ""
         self.llm: BaseLLM | None = None
+        #: system prompts sent with every ask (an action puts its role's identity here)
+        self.system_msgs: list[str] = []
 
     def __repr__(self) -> str:
         return f"ActionNode({self.key!r}, {self.expected_type!r}, {self.instruction!r}, children={list(self.children)})"
@@ -297,7 +299,7 @@ class ActionNode:
         assert llm is not None  # set by fill
         prompt = self.compile(context=self.context, schema=schema, mode=mode, exclude=exclude)
         if schema == "raw":
-            self.content = await llm.ask(prompt, settings=settings)
+            self.content = await llm.ask(prompt, self.system_msgs, settings=settings)
             self.instruct_content = None
             return self
         output_class = self.create_class(mode=mode, exclude=exclude)
@@ -309,10 +311,10 @@ class ActionNode:
 
         if llm.grammar_constrained or not hasattr(llm, "ask_valid"):
             # decoding under the JSON schema: valid on the first try (elsewhere the seam re-asks)
-            value = await llm.structured(prompt, output_class, settings=settings)
+            value = await llm.structured(prompt, output_class, self.system_msgs, settings=settings)
             self.content = f"[{TAG}]\n{value.model_dump_json(indent=2)}\n[/{TAG}]"
         else:
-            value = await llm.ask_valid(prompt, parse, settings=settings)
+            value = await llm.ask_valid(prompt, parse, system_msgs=self.system_msgs, settings=settings)
             self.content = raw[-1] if raw else value.model_dump_json(indent=2)
         self.instruct_content = value
         return self
