@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Message
@@ -16,9 +17,14 @@ from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError
 from rolecast.llm.base import BaseLLM
+from rolecast.runlog import RunLog, new_run_id
+from rolecast.store import RUN_STOPPED, RunStore, default_store, open_store
 from roles import Role
 
 from .environment import Environment
+
+#: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
+DEFAULT: Any = object()
 
 
 class Team(BaseModel):
@@ -33,9 +39,21 @@ class Team(BaseModel):
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
     chooses whether a failing role stops the team (``"stop"``) or is recorded in
     ``team.env.errors`` while the others go on (``"continue"``).
+
+    Every run is logged, write-ahead, to a run store: ``store`` is a path (SQLite), a
+    :class:`~rolecast.store.RunStore`, or None for no log; by default
+    ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``. ``run_id`` names the run
+    (``team.run_id``; a fresh one by default). Running a script again with the
+    ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
+    every recorded model call answered from the log (nothing is paid twice), and the
+    run goes on live from the first call the log does not hold.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _store_spec: Any = PrivateAttr(default=None)
+    _run_id: str = PrivateAttr(default="")
+    _rounds: int = PrivateAttr(default=0)
 
     env: Environment
     investment: float = 10.0
@@ -50,6 +68,8 @@ class Team(BaseModel):
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
+        store: str | os.PathLike[str] | RunStore | None | object = DEFAULT,
+        run_id: str | None = None,
         **data: Any,
     ):
         if "env" not in data:
@@ -57,8 +77,29 @@ class Team(BaseModel):
             data["env"] = Environment(context=ctx, on_error=on_error)
         super().__init__(**data)
         self.env.context.cost_manager.max_budget = self.investment
+        self._store_spec = store
+        self._run_id = run_id or new_run_id()
+        self._rounds = 0
         if roles:
             self.hire(roles)
+
+    # ------------------------------------------------------------ the run log
+    @property
+    def run_id(self) -> str:
+        """The id of this team's run in the run store."""
+        return self._run_id
+
+    @property
+    def run_log(self) -> RunLog:
+        """This run's log (opened on first use: the store's file is created then)."""
+        log = self.env.run_log
+        if log is None:
+            spec = self._store_spec
+            store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
+            log = RunLog(store, self._run_id)
+            self.env.set_run_log(log)
+            self.context.run_log = log
+        return log
 
     @property
     def context(self) -> Context:
@@ -105,18 +146,43 @@ class Team(BaseModel):
 
         Returns the environment's history (every message published, in order).
         """
+        log = self.run_log
+        if self._rounds == 0:
+            log.start(self._describe(n_round, idea))
         if idea:
             self.run_project(idea=idea, send_to=send_to)
-        rounds = 0
-        while rounds < n_round:
-            if self.env.is_idle:
-                logger.debug("all roles are idle after {} round(s)", rounds)
-                break
-            rounds += 1
-            self._check_balance()
-            logger.debug("round {}/{}", rounds, n_round)
-            await self.env.run()
+        reason = "n_round"
+        try:
+            for _ in range(n_round):
+                if self.env.is_idle:
+                    reason = "idle"
+                    logger.debug("all roles are idle after {} round(s)", self._rounds)
+                    break
+                self._check_balance()
+                self._rounds += 1
+                log.round = self._rounds
+                logger.debug("round {}", self._rounds)
+                await self.env.run()
+        except BudgetExceeded:
+            reason = "budget"
+            raise
+        except BaseException as exc:
+            reason = f"error: {type(exc).__name__}"
+            raise
+        finally:
+            cm = self.cost_manager
+            log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
+                                   "calls": cm.total.calls}, force=True)
         return self.env.history.get()
+
+    def _describe(self, n_round: int, idea: str) -> dict[str, Any]:
+        roles = [
+            {"name": r.name, "profile": r.profile, "class": f"{type(r).__module__}.{type(r).__qualname__}",
+             "actions": [a.name for a in r.actions]}
+            for r in self.env.roles.values()
+        ]
+        return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
+                "investment": self.investment, "n_round": n_round}
 
     def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
