@@ -5,23 +5,32 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from actions import UserRequirement
-from memory import MESSAGE_ROUTE_TO_ALL, Message
+from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError
 from rolecast.llm.base import BaseLLM
 from rolecast.runlog import RunLog, new_run_id
-from rolecast.store import RUN_STOPPED, RunStore, default_store, open_store
+from rolecast.store import (
+    CHECKPOINT,
+    DEFAULT_STORE_PATH,
+    RUN_STOPPED,
+    SQLiteRunStore,
+    default_store,
+    open_store,
+)
 from roles import Role
 
 from .environment import Environment
+from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
@@ -54,6 +63,7 @@ class Team(BaseModel):
     _store_spec: Any = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
+    _log_after: int = PrivateAttr(default=0)
 
     env: Environment
     investment: float = 10.0
@@ -68,7 +78,7 @@ class Team(BaseModel):
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
-        store: str | os.PathLike[str] | RunStore | None | object = DEFAULT,
+        store: Any = DEFAULT,
         run_id: str | None = None,
         **data: Any,
     ):
@@ -96,10 +106,51 @@ class Team(BaseModel):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id)
+            log = RunLog(store, self._run_id, after_seq=self._log_after)
+            log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log
         return log
+
+    # --------------------------------------------------------- save and restore
+    def serialize(self, stg_path: str | os.PathLike[str] | None = None) -> Path:
+        """Save the team (roles of their own classes, memories, inboxes, states, plans, costs) to a
+        folder; MetaGPT's ``Team.serialize``. Returns the file written."""
+        folder = Path(stg_path) if stg_path is not None else self._checkpoint_dir()
+        log = self.run_log
+        mark = log.emit(CHECKPOINT, {"path": str(folder), "rounds": self._rounds}, force=True)
+        state = {
+            "run_id": self.run_id, "log_seq": mark.seq, "rounds": self._rounds,
+            "idea": self.idea, "investment": self.investment, "desc": self.env.desc, "on_error": self.env.on_error,
+            "roles": [dump_role(r) for r in self.env.roles.values()],
+            "history": [m.model_dump(mode="json") for m in self.env.history.get()],
+            "costs": dump_costs(self.cost_manager),
+        }
+        return write_team(folder, state)
+
+    @classmethod
+    def deserialize(
+        cls, stg_path: str | os.PathLike[str], context: Context | None = None, **kwargs: Any
+    ) -> Team:
+        """A team saved by :meth:`serialize`, ready to ``await team.run(n_round)`` on; MetaGPT's
+        ``Team.deserialize``. Role and action classes must be loaded (imported) already."""
+        state = read_team(stg_path)
+        kwargs.setdefault("run_id", state["run_id"])
+        team = cls(context=context, on_error=state["on_error"], investment=state["investment"],
+                   idea=state["idea"], **kwargs)
+        team.env.desc = state["desc"]
+        team._rounds = state["rounds"]
+        if kwargs["run_id"] == state["run_id"]:
+            team._log_after = state["log_seq"]  # the log before the checkpoint is in the restored state
+        team.hire(load_role(r) for r in state["roles"])
+        team.env.history = Memory(Message.model_validate(m) for m in state["history"])
+        load_costs(team.cost_manager, state["costs"])
+        return team
+
+    def _checkpoint_dir(self) -> Path:
+        store = self.run_log.store
+        base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
+        return base / "checkpoints" / self.run_id
 
     @property
     def context(self) -> Context:
@@ -166,7 +217,11 @@ class Team(BaseModel):
         except BudgetExceeded:
             reason = "budget"
             raise
-        except BaseException as exc:
+        except Exception as exc:
+            reason = f"error: {type(exc).__name__}"
+            self._save_on_failure(exc)
+            raise
+        except BaseException as exc:  # cancelled, interrupted
             reason = f"error: {type(exc).__name__}"
             raise
         finally:
@@ -174,6 +229,19 @@ class Team(BaseModel):
             log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
                                    "calls": cm.total.calls}, force=True)
         return self.env.history.get()
+
+    def _save_on_failure(self, exc: Exception) -> None:
+        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where."""
+        try:
+            path = self.serialize()
+        except Exception as save_error:  # never hide the run's own error behind the save's
+            logger.error("could not save the failed run {}: {}", self.run_id, save_error)
+            return
+        note = f"the team was saved to {path.parent}; Team.deserialize({str(path.parent)!r}) continues it"
+        logger.error("run {} failed: {}; {}", self.run_id, exc, note)
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        exc.checkpoint = path.parent  # type: ignore[attr-defined]
 
     def _describe(self, n_round: int, idea: str) -> dict[str, Any]:
         roles = [
