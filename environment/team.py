@@ -231,7 +231,11 @@ class Team(BaseModel):
         return self.env.history.get()
 
     def _save_on_failure(self, exc: Exception) -> None:
-        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where."""
+        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
+
+        Beside the run store (a run with no store keeps nothing on disk)."""
+        if not isinstance(self.run_log.store, SQLiteRunStore):
+            return
         try:
             path = self.serialize()
         except Exception as save_error:  # never hide the run's own error behind the save's
