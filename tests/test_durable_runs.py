@@ -251,3 +251,37 @@ async def test_a_failing_run_saves_a_checkpoint_first_and_says_where(tmp_path):
     assert where == tmp_path / "checkpoints" / team.run_id and (where / "team.json").is_file()
     assert any(str(where) in note for note in getattr(info.value, "__notes__", []))
     assert [r.name for r in Team.deserialize(where, store=None).env.roles.values()] == ["B"]
+
+
+# ---------------------------------------------------------------- the CLI
+def test_runs_commands_show_list_graph_and_export_the_debate(tmp_path, capsys):
+    from support import run_example
+
+    from environment.cli import main
+
+    db = tmp_path / "debate.db"
+    out = run_example("examples/debate.py", "--scripted", env={"ROLECAST_STORE": str(db)})
+    assert out.returncode == 0, out.stderr
+    (run,) = SQLiteRunStore(db).runs()
+
+    assert main(["runs", "list", "--store", str(db)]) == 0
+    listing = capsys.readouterr().out
+    assert run.run_id in listing and "n_round" in listing
+
+    assert main(["runs", "show", run.run_id, "--store", str(db)]) == 0
+    timeline = capsys.readouterr().out.splitlines()
+    assert timeline[0].startswith(f"run {run.run_id} started") and "Ada" in timeline[0] and "Ben" in timeline[0]
+    spoken = [line.strip().split(" [")[0] for line in timeline if "→" in line and not line.startswith("run")]
+    assert spoken[1:] == ["Ada → Ben", "Ben → Ada", "Ada → Ben", "Ben → Ada"]
+    assert any(line.strip().startswith("model ") for line in timeline) and timeline[-1].startswith("stopped")
+
+    assert main(["runs", "graph", run.run_id, "--store", str(db)]) == 0
+    arrows = [line.strip().split(":")[0] for line in capsys.readouterr().out.splitlines() if "->>" in line]
+    assert arrows[-4:] == ["Ada->>Ben", "Ben->>Ada", "Ada->>Ben", "Ben->>Ada"]  # the alternation
+    assert main(["runs", "graph", run.run_id, "--format", "dot", "--store", str(db)]) == 0
+    assert '"Ada" -> "Ben"' in capsys.readouterr().out
+
+    assert main(["runs", "export", run.run_id, "--store", str(db)]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_stopped"
+    assert main(["runs", "show", "nope", "--store", str(db)]) == 2
