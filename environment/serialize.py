@@ -129,6 +129,7 @@ def load_role(data: dict[str, Any]) -> Role:
     for m in data["inbox"]:
         role.put_message(Message.model_validate(m))
     role.rc.state = data["state"]
+    role.recovered = data["state"] >= 0  # saved mid-turn: _think resumes that state without asking
     if data.get("plan") is not None:
         role.planner.resume_from(Plan.model_validate(data["plan"]))
     return role
