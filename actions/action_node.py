@@ -309,13 +309,14 @@ class ActionNode:
             raw.append(text)
             return parse_output(text, output_class, schema)
 
-        if llm.grammar_constrained or not hasattr(llm, "ask_valid"):
-            # decoding under the JSON schema: valid on the first try (elsewhere the seam re-asks)
+        if llm.grammar_constrained:
+            # decoding under the JSON schema of the children: valid on the first try
             value = await llm.structured(prompt, output_class, self.system_msgs, settings=settings)
             self.content = f"[{TAG}]\n{value.model_dump_json(indent=2)}\n[/{TAG}]"
         else:
-            value = await llm.ask_valid(prompt, parse, system_msgs=self.system_msgs, settings=settings)
-            self.content = raw[-1] if raw else value.model_dump_json(indent=2)
+            # the format the prompt shows, read strictly; an unusable answer is sent back (the seam's re-ask)
+            value = await llm.ask_valid(prompt, parse, self.system_msgs, settings=settings)
+            self.content = raw[-1]
         self.instruct_content = value
         return self
 

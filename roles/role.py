@@ -475,9 +475,11 @@ class Role(BaseModel):
                 rsp = await self.react()
             except RolecastError as exc:
                 logger.error("{}: {}", self._setting, exc)
+                self._requeue_news()
                 raise
             except Exception as exc:  # raised outside an action: in _observe/_think overrides
                 logger.error("{}: {}: {}", self._setting, type(exc).__name__, exc)
+                self._requeue_news()
                 raise ActionFailed(self.name, "_think", exc) from exc
             finally:
                 self.rc.news = []
@@ -485,6 +487,12 @@ class Role(BaseModel):
         self.publish_message(rsp)
         return rsp
 
+    def _requeue_news(self) -> None:
+        """A failed turn loses nothing: the news it was reacting to is read again at the next turn."""
+        news = self.rc.news
+        for message in news:
+            self.rc.memory.delete(message)
+        self.rc.msg_buffer.requeue(news)
     # ---------------------------------------------- MetaGPT's exported SDK API
     async def think(self) -> Action | None:
         """Observe, then choose the next action (``rc.todo``) without running it."""

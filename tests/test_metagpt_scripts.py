@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import rolecast.llm
+import rolecast.context
 from rolecast.testing import FunctionLLM
 
 SCRIPTS = Path(__file__).resolve().parent / "metagpt_scripts"
@@ -41,7 +41,7 @@ def canned(messages: list[dict[str, Any]]) -> str:
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FunctionLLM]:
     """Every model the scripts' teams and roles would configure is this canned one."""
     llm = FunctionLLM(canned)
-    monkeypatch.setattr(rolecast.llm, "create_llm", lambda cfg, **kw: llm)
+    monkeypatch.setattr(rolecast.context, "create_llm", lambda cfg, **kw: llm)
     monkeypatch.setattr("rolecast.context._DEFAULT", None)
     yield llm
 
