@@ -34,7 +34,9 @@ def test_a_typo_or_a_field_of_another_provider_is_a_config_error_naming_it():
 
 def test_yaml_services_and_environment_variables(tmp_path):
     path = tmp_path / "rolecast.yaml"
-    path.write_text("llm: {provider: openai, model: gpt-4o-mini, temperature: 0.1}\nservices:\n  fast: {provider: local}\n")
+    path.write_text(
+        "llm: {provider: openai, model: gpt-4o-mini, temperature: 0.1}\nservices:\n  fast: {provider: local}\n"
+    )
     config = Config.from_env({"ROLECAST_CONFIG": str(path), "OPENAI_API_KEY": "sk-env"})
     assert isinstance(config.llm, OpenAIConfig) and config.llm.api_key is not None
     assert config.llm.settings.temperature == 0.1 and isinstance(config.services["fast"], LocalConfig)
