@@ -119,6 +119,13 @@ class StoreError(RunError):
 class ReplayError(RunError):
     """A resumed or replayed run met a model call its log cannot answer."""
 
+    def __init__(self, message: str, *, role: str, action: str, asked: Any, run_id: str = ""):
+        self.role = role
+        self.action = action
+        self.asked = asked
+        self.run_id = run_id
+        super().__init__(f"run {run_id}: role {role!r} in action {action!r} {message}")
+
 
 class ReplayMismatch(ReplayError):
     """The run asked the model something else than the log recorded at this point (the script changed)."""
@@ -126,15 +133,11 @@ class ReplayMismatch(ReplayError):
     def __init__(
         self, *, role: str, action: str, recorded: Any, asked: Any, recorded_action: str = "", run_id: str = ""
     ):
-        self.role = role
-        self.action = action
         self.recorded = recorded
-        self.asked = asked
-        self.run_id = run_id
         super().__init__(
-            f"run {run_id}: role {role!r} in action {action!r} asked the model something the log does not hold; "
-            f"the log's next call of this role (action {recorded_action!r}) asked {_brief(recorded)}, "
-            f"now it asks {_brief(asked)}"
+            "asked the model something the log does not hold; the log's next call of this role "
+            f"(action {recorded_action!r}) asked {_brief(recorded)}, now it asks {_brief(asked)}",
+            role=role, action=action, asked=asked, run_id=run_id,
         )
 
 
@@ -142,13 +145,8 @@ class ReplayMissing(ReplayError):
     """A replayed run asked the model something the log never recorded."""
 
     def __init__(self, *, role: str, action: str, asked: Any, run_id: str = ""):
-        self.role = role
-        self.action = action
-        self.asked = asked
-        self.run_id = run_id
-        super().__init__(
-            f"run {run_id}: replay has no recorded answer for role {role!r} in action {action!r}: {_brief(asked)}"
-        )
+        super().__init__(f"has no recorded answer to replay for {_brief(asked)}",
+                         role=role, action=action, asked=asked, run_id=run_id)
 
 
 def _brief(request: Any, limit: int = 300) -> str:
