@@ -1,0 +1,408 @@
+"""The worker side of the Ray runtime: a group of roles in one Ray actor.
+
+:class:`RoleWorker` is a plain class; :class:`~environment.ray_runtime.RayRuntime`
+turns it into an actor. It holds its roles behind a :class:`WorkerBus` (what a role
+sees as its environment), runs a round's turns with ``asyncio.gather`` exactly like
+the in-process environment, and hands back what its roles published. Every model call
+on the worker goes through :class:`ClusterModel`: answered from the run log when the
+log holds it (a restarted worker re-executes its roles' past turns without calling the
+model again), else metered by the cluster's one budget and rate limit, then logged.
+
+Nothing here imports Ray: the actor handle of the meter is passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loguru import logger
+
+from memory import Message
+from rolecast.context import Context, current_scope
+from rolecast.cost import CostManager, UsageTotals
+from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
+from rolecast.llm.base import (
+    BaseLLM,
+    Completion,
+    LLMSettings,
+    Messages,
+    StructuredRequest,
+    ToolCall,
+    Usage,
+    messages_text,
+    parse_choice,
+    to_messages,
+)
+from rolecast.cost import estimate_tokens
+from rolecast.runlog import RunLog, fingerprint
+from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED, RunEvent, RunStore, SQLiteRunStore
+from roles import Role
+
+
+@dataclass
+class WorkerSpec:
+    """What a worker needs besides its roles (picklable; sent once, and again on a restart)."""
+
+    name: str
+    team_roles: list[str]
+    desc: str = ""
+    config: Any = None  # rolecast.config.Config, or None: read on the worker
+    default_llm: bytes | None = None  # the team's default model, pickled; None: made from config
+    services: dict[str, bytes] = field(default_factory=dict)
+    store: Any = None  # a picklable RunStore, or ("sqlite", path)
+    run_id: str = ""
+    meter: Any = None  # the meter actor's handle, or None when nothing is limited
+    metered_free_calls: bool = False  # a rate limit counts free models' calls too
+
+
+class SharedSQLiteRunStore(SQLiteRunStore):
+    """A SQLite run store that several worker processes append to at once (on one machine).
+
+    Each append numbers its event from the file, never from this process's cache, and
+    takes the next number again when another process took it first.
+    """
+
+    def append(self, event: RunEvent) -> RunEvent:
+        for _ in range(100):
+            self._next.pop(event.run_id, None)
+            try:
+                return super().append(event)
+            except sqlite3.IntegrityError:
+                continue
+        raise StoreError(f"could not number an event of run {event.run_id} in {self.path}: too many writers")
+
+
+def open_worker_store(spec_store: Any) -> RunStore | None:
+    if spec_store is None:
+        return None
+    if isinstance(spec_store, tuple) and spec_store[0] == "sqlite":
+        return SharedSQLiteRunStore(spec_store[1])
+    store: RunStore = spec_store
+    return store
+
+
+class ClusterModel(BaseLLM):
+    """A model on a worker: answers from the run log, else asks the cluster's meter, calls, logs."""
+
+    def __init__(self, inner: BaseLLM, worker: RoleWorker):
+        super().__init__(inner.model, inner.settings)
+        self.inner = inner
+        self.worker = worker
+        self.free = inner.free
+        self.supports_json_schema = inner.supports_json_schema
+        self.supports_tools = inner.supports_tools
+        self.grammar_constrained = inner.grammar_constrained
+
+    def __repr__(self) -> str:
+        return f"ClusterModel({self.inner!r})"
+
+    async def _complete(
+        self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings,
+        structured: StructuredRequest | None = None, tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        return await self.inner._complete(messages, stop=stop, settings=settings, structured=structured, tools=tools)
+
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
+        return await self.inner._choose_text(messages, n_options, settings)
+
+    async def complete(
+        self, messages: Messages, *, stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None, structured: StructuredRequest | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> Completion:
+        request = {
+            "kind": "complete", "messages": [dict(m) for m in messages], "stop": list(stop or []),
+            "settings": self.settings.merged(settings).model_dump(exclude_none=True),
+            "schema": structured.schema if structured else None, "tools": tools,
+        }
+        served = self.worker.recorded(request)
+        if served is not None:
+            return served
+        ticket = await self.worker.admit(self, messages)
+        completion = await super().complete(messages, stop=stop, settings=settings, structured=structured, tools=tools)
+        await self.worker.settled(self, ticket, request, completion)
+        return completion
+
+    async def choose(
+        self, prompt: str | Sequence[dict[str, Any]], n_options: int, system_msgs: Sequence[str] | None = None,
+        *, settings: LLMSettings | dict[str, Any] | None = None,
+    ) -> int:
+        messages = to_messages(prompt, system_msgs)
+        request = {
+            "kind": "choose", "messages": [dict(m) for m in messages], "n_options": n_options,
+            "settings": self.settings.merged(settings).model_dump(exclude_none=True),
+        }
+        served = self.worker.recorded(request)
+        if served is not None:
+            return parse_choice(served.text, n_options)
+        ticket = await self.worker.admit(self, messages)
+        completion = await self._choose_text(messages, n_options, self.settings.merged(settings))
+        self._record(messages, completion.usage, completion.text)
+        await self.worker.settled(self, ticket, request, completion)
+        return parse_choice(completion.text, n_options)
+
+
+class WorkerContext(Context):
+    """A worker's context: every model it hands out is wrapped in a :class:`ClusterModel`."""
+
+    def __init__(self, worker: RoleWorker, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._worker = worker
+
+    def llm(self, name: str | None = None) -> BaseLLM:
+        return self._worker.wrap(super().llm(name))
+
+
+class WorkerBus:
+    """What a role on a worker sees as its environment: publishing goes to the round's outbox."""
+
+    def __init__(self, worker: RoleWorker, spec: WorkerSpec):
+        self.worker = worker
+        self.desc = spec.desc
+        self._names = list(spec.team_roles)
+        self.context: Context = worker.context
+        self.roles: dict[str, Role] = {}
+        self.outbox: list[Message] = []
+        self.address_changes: dict[str, list[str]] = {}
+        self.replaying = False
+
+    @property
+    def run_log(self) -> RunLog | None:
+        return self.worker.log
+
+    def role_names(self) -> list[str]:
+        return list(self._names)
+
+    def get_role(self, name: str) -> Role | None:
+        return self.roles.get(name)
+
+    def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
+        self.address_changes[role.name] = sorted(addresses)
+
+    def publish_message(self, message: Message) -> bool:
+        """Log it (as the in-process environment does), then keep it for the driver at the barrier."""
+        log = self.worker.log
+        if log is not None:
+            known = log.recorded_message(message.sent_from, message.content, message.cause_by)
+            if known is not None:
+                message.id = known
+            elif not self.replaying:
+                log.message(message.model_dump(mode="json"))
+        if not self.replaying:  # a restarted worker re-executing past rounds: already delivered
+            self.outbox.append(message)
+        return True
+
+
+class RoleWorker:
+    """A group of roles in one process (the body of a Ray actor)."""
+
+    def __init__(self, spec: WorkerSpec):
+        self.spec = spec
+        store = open_worker_store(spec.store)
+        self.log: RunLog | None = RunLog(store, spec.run_id) if store is not None else None
+        default = pickle.loads(spec.default_llm) if spec.default_llm else None
+        services = {name: pickle.loads(blob) for name, blob in spec.services.items()}
+        self.context = WorkerContext(self, config=spec.config, llm=default, llms=services)
+        self._wrapped: dict[int, ClusterModel] = {}
+        self.bus = WorkerBus(self, spec)
+
+    # ------------------------------------------------------------------ models
+    def wrap(self, llm: BaseLLM) -> BaseLLM:
+        if isinstance(llm, ClusterModel):
+            return llm
+        wrapped = self._wrapped.get(id(llm))
+        if wrapped is None:
+            wrapped = self._wrapped[id(llm)] = ClusterModel(llm, self)
+        return wrapped
+
+    def recorded(self, request: dict[str, Any]) -> Completion | None:
+        """The logged answer to this request of the running role, if the log holds it."""
+        if self.log is None:
+            return None
+        response = self.log.lookup(current_scope().role or "", "", fingerprint(request), request)
+        if response is None:
+            return None
+        calls = [ToolCall(**c) for c in response.get("tool_calls", [])]
+        return Completion(response["text"], Usage(), response.get("model", ""), response.get("finish_reason"), calls)
+
+    async def admit(self, model: ClusterModel, messages: Messages) -> int:
+        """Wait for the cluster's rate limit and check its budget; returns the ticket to settle."""
+        meter = self.spec.meter
+        if meter is None or (model.free and not self.spec.metered_free_calls):
+            return 0
+        scope = current_scope()
+        tokens = estimate_tokens(messages_text(messages))
+        projected = scope.context.cost_manager.cost_of(model.model, tokens, 0, free=model.free)
+        grant = await meter.acquire.remote(tokens, projected)
+        if grant.over_budget:
+            raise BudgetExceeded(grant.spent, grant.limit, role=scope.role, model=model.model)
+        if grant.wait > 0:
+            await asyncio.sleep(grant.wait)
+        return int(grant.ticket)
+
+    async def settled(self, model: ClusterModel, ticket: int, request: dict[str, Any], c: Completion) -> None:
+        scope = current_scope()
+        if ticket:
+            cost = scope.context.cost_manager.cost_of(
+                model.model, c.usage.prompt_tokens, c.usage.completion_tokens, free=model.free
+            )
+            await self.spec.meter.settle.remote(ticket, c.usage.completion_tokens, cost)
+        if self.log is not None:
+            self.log.record_call(scope.role or "", {
+                "action": "", "fingerprint": fingerprint(request), "request": request,
+                "response": {"text": c.text, "model": c.model, "finish_reason": c.finish_reason,
+                             "tool_calls": [vars(t) for t in c.tool_calls]},
+                "usage": {"prompt_tokens": c.usage.prompt_tokens, "completion_tokens": c.usage.completion_tokens},
+            })
+
+    # ------------------------------------------------------------------- roles
+    def place(self, blobs: list[bytes]) -> list[str]:
+        """Unpack shipped roles and attach them to this worker; returns their names."""
+        names = []
+        for blob in blobs:
+            role: Role = pickle.loads(blob)
+            self.bus.roles[role.name] = role
+            role.set_env(self.bus)
+            if role._llm is not None:
+                role.llm = self.wrap(role._llm)
+            for action in role.actions:
+                if action._llm is not None:
+                    action._llm = self.wrap(action._llm)
+            names.append(role.name)
+        return names
+
+    async def _turn(self, role: Role) -> Message | None:
+        log = self.log
+        if log is None:
+            return await role.run()
+        log.emit(TURN_STARTED, role=role.name)
+        try:
+            rsp = await role.run()
+        except BaseException as exc:
+            log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
+            raise
+        log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
+        return rsp
+
+    async def _round(self, round_no: int, deliveries: list[tuple[list[str], Message]]) -> dict[str, Any]:
+        roles = self.bus.roles
+        for names, message in deliveries:
+            for name in names:
+                roles[name].put_message(message)
+        if self.log is not None:
+            self.log.round = round_no
+        active = [role for role in roles.values() if not role.is_idle]
+        self.bus.outbox = []
+        results = await asyncio.gather(*(self._turn(role) for role in active), return_exceptions=True)
+        failures: dict[str, BaseException] = {}
+        for role, result in zip(active, results, strict=True):
+            if isinstance(result, BaseException):
+                failures[role.name] = _portable_error(role, result)
+        return {"active": [r.name for r in active], "messages": self.bus.outbox, "failures": failures}
+
+    async def run_round(self, round_no: int, deliveries: list[tuple[list[str], Message]]) -> dict[str, Any]:
+        """Deliver, run the turns of every role with news, and report (the driver's barrier)."""
+        outcome = await self._round(round_no, deliveries)
+        outcome["busy"] = [name for name, role in self.bus.roles.items() if not role.is_idle]
+        outcome["addresses"], self.bus.address_changes = self.bus.address_changes, {}
+        outcome["usage"] = self._take_usage()
+        return outcome
+
+    async def restore(self, blobs: list[bytes], past: list[tuple[int, list[tuple[list[str], Message]]]]) -> int:
+        """After a restart: place the roles again and re-execute their past rounds (answers from the log)."""
+        if self.bus.roles:
+            return 0  # this instance never died: nothing to restore
+        self.place(blobs)
+        self.bus.replaying = True
+        try:
+            for round_no, deliveries in past:
+                await self._round(round_no, deliveries)
+        finally:
+            self.bus.replaying = False
+            self.bus.address_changes = {}
+            self._take_usage()  # answers from the log cost nothing; live re-asks were paid once already
+        logger.info("worker {} restored {} role(s) through round {}", self.spec.name, len(blobs),
+                    past[-1][0] if past else 0)
+        return len(past)
+
+    def _take_usage(self) -> dict[str, dict[str, tuple[int, int, float, int]]]:
+        cm = self.context.cost_manager
+        usage = {
+            "role": {k: (t.prompt_tokens, t.completion_tokens, t.cost, t.calls) for k, t in cm.by_role.items()},
+            "model": {k: (t.prompt_tokens, t.completion_tokens, t.cost, t.calls) for k, t in cm.by_model.items()},
+        }
+        self.context.cost_manager = CostManager(prices=cm.prices)
+        return usage
+
+    def roles_state(self) -> list[bytes]:
+        """The live roles, pickled without their worker (to bring them back to the driver)."""
+        out = []
+        for role in self.bus.roles.values():
+            out.append(detached_pickle(role))
+        return out
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def detached_pickle(role: Role) -> bytes:
+    """``role`` pickled without its environment, context or wrapped models (put back afterwards)."""
+    from ray import cloudpickle  # the extra is installed wherever a role is shipped
+
+    env, context, llm = role.rc.env, role._context, role._llm
+    inner = llm.inner if isinstance(llm, ClusterModel) else llm
+    actions = [(a, a._context, a._llm, a._role_llm) for a in role.actions]
+    try:
+        role.rc.env = None
+        role.set_context(None)
+        role._llm = inner
+        for action, _, own, _ in actions:
+            action._llm = own.inner if isinstance(own, ClusterModel) else own
+            action._role_llm = inner
+        blob: bytes = cloudpickle.dumps(role)
+        return blob
+    finally:
+        role.rc.env = env
+        role.set_context(context)
+        role._llm = llm
+        for action, ctx, own, role_llm in actions:
+            action._context, action._llm, action._role_llm = ctx, own, role_llm
+
+
+def merge_usage(cm: CostManager, usage: dict[str, dict[str, tuple[int, int, float, int]]]) -> None:
+    """Add a worker's round of usage to the driver's cost manager."""
+    for key, table in (("role", cm.by_role), ("model", cm.by_model)):
+        for name, (prompt, completion, cost, calls) in usage.get(key, {}).items():
+            totals = table.setdefault(name, UsageTotals())
+            totals.prompt_tokens += prompt
+            totals.completion_tokens += completion
+            totals.cost += cost
+            totals.calls += calls
+            if key == "role":
+                cm.total.prompt_tokens += prompt
+                cm.total.completion_tokens += completion
+                cm.total.cost += cost
+                cm.total.calls += calls
+
+
+def _portable_error(role: Role, failure: BaseException) -> BaseException:
+    """A role's failure as an error that survives the trip to the driver."""
+    from ray import cloudpickle
+
+    error: BaseException = failure
+    if not isinstance(failure, RolecastError) and isinstance(failure, Exception):
+        error = ActionFailed(role.name, "run", failure)
+    try:
+        pickle.loads(cloudpickle.dumps(error))
+        return error
+    except Exception:  # an exception type that does not pickle: keep its text
+        return ActionFailed(role.name, "run", RuntimeError(f"{type(failure).__name__}: {failure}"))
+
+
+__all__ = ["ClusterModel", "RoleWorker", "WorkerBus", "WorkerSpec", "detached_pickle", "merge_usage"]
