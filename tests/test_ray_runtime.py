@@ -207,3 +207,42 @@ def test_one_rate_limit_and_one_budget_hold_across_workers(cluster, tmp_path):
     per_call = team.cost_manager.total_cost / team.cost_manager.total.calls
     assert team.cost_manager.total_cost <= 0.0015 + per_call
     assert team.cost_manager.total.calls < 20
+
+
+# ------------------------------------------------------------- resume a distributed run from PostgreSQL
+def never(messages) -> str:
+    raise AssertionError("the resumed run called the model for an answer the log holds")
+
+
+def test_a_distributed_run_logs_to_postgres_and_resumes_without_the_model(cluster):
+    from pg_server import PostgresServer, find_bin
+
+    if find_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    pytest.importorskip("psycopg")
+    from rolecast.store_postgres import PostgresRunStore
+
+    server = PostgresServer().start()
+    try:
+        first = three_roles(RayRuntime(roles_per_actor=2))
+        first.env.set_run_log(RunLog(PostgresRunStore(server.dsn), "dist-1"))
+        try:
+            history = first.run_sync(n_round=6, idea="add two numbers")
+        finally:
+            first.close()
+        store = PostgresRunStore(server.dsn)
+        calls = list(store.events("dist-1", [LLM_CALL]))
+        assert sorted(e.role for e in calls) == ["Alice", "Bob", "Bob", "Bob", "Charlie", "Charlie"]
+
+        again = Team(llm=FunctionLLM(never), roles=[Coder(), QA(), Reviewer()], runtime=RayRuntime(roles_per_actor=2))
+        again.env.set_run_log(RunLog(store, "dist-1"))
+        try:
+            resumed = again.run_sync(n_round=6, idea="add two numbers")
+        finally:
+            again.close()
+        assert [(m.id, *s) for m, s in zip(resumed, shape(resumed))] == [
+            (m.id, *s) for m, s in zip(history, shape(history))
+        ]
+        assert len(list(store.events("dist-1", [LLM_CALL]))) == 6  # nothing asked or logged twice
+    finally:
+        server.stop()
