@@ -114,6 +114,8 @@ class RayRuntime:
         self._budget: float | None = None
         self._started_ray = False
         self._spec: dict[str, Any] | None = None
+        #: each worker's time spent on its roles' turns in the last round (the rest is transport)
+        self.last_round_seconds: dict[str, float] = {}
 
     # ---------------------------------------------------------------- Runtime
     def add_role(self, role: Role) -> None:
@@ -145,9 +147,11 @@ class RayRuntime:
         self._sync_budget(env)
         self.round += 1
         groups = [g for g in self._groups if g.pending or g.busy]
-        results = await asyncio.gather(*(self._run_group(g) for g in groups))
-        outcome = RoundOutcome()
         cm = env.context.cost_manager
+        budget = (cm.max_budget, cm.total_cost)
+        results = await asyncio.gather(*(self._run_group(g, budget) for g in groups))
+        outcome = RoundOutcome()
+        self.last_round_seconds = {g.name: r["seconds"] for g, r in zip(groups, results, strict=True)}
         for result in results:
             outcome.active += result["active"]
             outcome.messages += result["messages"]
@@ -175,13 +179,13 @@ class RayRuntime:
         self._started_ray = False
 
     # -------------------------------------------------------------- the round
-    async def _run_group(self, group: _Group) -> dict[str, Any]:
+    async def _run_group(self, group: _Group, budget: tuple[float | None, float]) -> dict[str, Any]:
         deliveries, group.pending = group.pending, []
         group.past.append((self.round, deliveries))
         ray = _ray()
         for attempt in range(self.max_restarts + 1):
             try:
-                result: dict[str, Any] = await group.actor.run_round.remote(self.round, deliveries)
+                result: dict[str, Any] = await group.actor.run_round.remote(self.round, deliveries, budget)
                 break
             except ray.exceptions.RayActorError as exc:
                 if attempt == self.max_restarts:
@@ -232,7 +236,8 @@ class RayRuntime:
             "store": _shared_store(log.store if log is not None else None),
             "run_id": log.run_id if log is not None else "",
             "meter": self._meter,
-            "metered_free_calls": self.count_free_calls and self.rate_limit is not None,
+            "rate_limited": self.rate_limit is not None and not self.rate_limit.unlimited,
+            "metered_free_calls": self.count_free_calls,
         }
 
     def _sync_budget(self, env: Any) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import os
 import pickle
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from loguru import logger
 
 from memory import Message
 from rolecast.context import Context, current_scope
-from rolecast.cost import CostManager, UsageTotals
+from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
 from rolecast.llm.base import (
     BaseLLM,
@@ -39,7 +40,6 @@ from rolecast.llm.base import (
     parse_choice,
     to_messages,
 )
-from rolecast.cost import estimate_tokens
 from rolecast.runlog import RunLog, fingerprint
 from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED, RunEvent, RunStore, SQLiteRunStore
 from roles import Role
@@ -58,7 +58,8 @@ class WorkerSpec:
     store: Any = None  # a picklable RunStore, or ("sqlite", path)
     run_id: str = ""
     meter: Any = None  # the meter actor's handle, or None when nothing is limited
-    metered_free_calls: bool = False  # a rate limit counts free models' calls too
+    rate_limited: bool = False
+    metered_free_calls: bool = False  # the rate limit counts free models' calls too
 
 
 class SharedSQLiteRunStore(SQLiteRunStore):
@@ -211,6 +212,8 @@ class RoleWorker:
         self.context = WorkerContext(self, config=spec.config, llm=default, llms=services)
         self._wrapped: dict[int, ClusterModel] = {}
         self.bus = WorkerBus(self, spec)
+        self.budget: float | None = None  # the team's budget and spend as of the round's start
+        self.spent = 0.0
 
     # ------------------------------------------------------------------ models
     def wrap(self, llm: BaseLLM) -> BaseLLM:
@@ -232,13 +235,18 @@ class RoleWorker:
         return Completion(response["text"], Usage(), response.get("model", ""), response.get("finish_reason"), calls)
 
     async def admit(self, model: ClusterModel, messages: Messages) -> int:
-        """Wait for the cluster's rate limit and check its budget; returns the ticket to settle."""
-        meter = self.spec.meter
-        if meter is None or (model.free and not self.spec.metered_free_calls):
-            return 0
+        """Wait for the cluster's rate limit and check its budget; returns the ticket to settle (0: none)."""
         scope = current_scope()
         tokens = estimate_tokens(messages_text(messages))
         projected = scope.context.cost_manager.cost_of(model.model, tokens, 0, free=model.free)
+        meter = self.spec.meter
+        limited = self.spec.rate_limited and (not model.free or self.spec.metered_free_calls)
+        if meter is None or (projected == 0 and not limited):
+            # a call that costs nothing and is not rate limited needs no round trip: the spend
+            # known at the start of the round decides (the driver checks it between rounds too)
+            if self.budget is not None and self.spent >= self.budget:
+                raise BudgetExceeded(self.spent, self.budget, role=scope.role, model=model.model)
+            return 0
         grant = await meter.acquire.remote(tokens, projected)
         if grant.over_budget:
             raise BudgetExceeded(grant.spent, grant.limit, role=scope.role, model=model.model)
@@ -306,9 +314,14 @@ class RoleWorker:
                 failures[role.name] = _portable_error(role, result)
         return {"active": [r.name for r in active], "messages": self.bus.outbox, "failures": failures}
 
-    async def run_round(self, round_no: int, deliveries: list[tuple[list[str], Message]]) -> dict[str, Any]:
+    async def run_round(
+        self, round_no: int, deliveries: list[tuple[list[str], Message]], budget: tuple[float | None, float],
+    ) -> dict[str, Any]:
         """Deliver, run the turns of every role with news, and report (the driver's barrier)."""
+        self.budget, self.spent = budget
+        start = time.perf_counter()
         outcome = await self._round(round_no, deliveries)
+        outcome["seconds"] = time.perf_counter() - start  # the worker's share of the round (for benchmarks)
         outcome["busy"] = [name for name, role in self.bus.roles.items() if not role.is_idle]
         outcome["addresses"], self.bus.address_changes = self.bus.address_changes, {}
         outcome["usage"] = self._take_usage()

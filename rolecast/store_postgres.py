@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import ConfigError, StoreError
-from .store import MESSAGE, RUN_STARTED, RUN_STOPPED, LLM_CALL, RunEvent, RunInfo
+from .store import LLM_CALL, MESSAGE, RUN_STARTED, RUN_STOPPED, RunEvent, RunInfo
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (

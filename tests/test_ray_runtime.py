@@ -192,7 +192,7 @@ def test_one_rate_limit_and_one_budget_hold_across_workers(cluster, tmp_path):
     assert len(times) == 16
     # any 5 consecutive calls span at least the window: never more than 4 calls in one second,
     # although two workers each had 4 roles calling at once
-    assert min(b - a for a, b in zip(times, times[4:])) >= 0.95
+    assert min(b - a for a, b in zip(times, times[4:], strict=False)) >= 0.95
     assert times[-1] - times[0] >= 2.9
 
     # a priced model: the team's budget is shared, so the run stops near it, not at twice it
@@ -240,8 +240,8 @@ def test_a_distributed_run_logs_to_postgres_and_resumes_without_the_model(cluste
             resumed = again.run_sync(n_round=6, idea="add two numbers")
         finally:
             again.close()
-        assert [(m.id, *s) for m, s in zip(resumed, shape(resumed))] == [
-            (m.id, *s) for m, s in zip(history, shape(history))
+        assert [(m.id, *s) for m, s in zip(resumed, shape(resumed), strict=False)] == [
+            (m.id, *s) for m, s in zip(history, shape(history), strict=False)
         ]
         assert len(list(store.events("dist-1", [LLM_CALL]))) == 6  # nothing asked or logged twice
     finally:

@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("psycopg")
 
-from pg_server import PostgresServer, find_bin  # noqa: E402
+from pg_server import PostgresServer, find_bin
 
-from rolecast.errors import ConfigError  # noqa: E402
-from rolecast.store import LLM_CALL, MESSAGE, RUN_STARTED, RunEvent, RunStore  # noqa: E402
-from rolecast.store_postgres import PostgresRunStore  # noqa: E402
+from rolecast.errors import ConfigError
+from rolecast.store import LLM_CALL, MESSAGE, RUN_STARTED, RunEvent, RunStore
+from rolecast.store_postgres import PostgresRunStore
 
 pytestmark = [
     pytest.mark.postgres,
@@ -36,7 +36,9 @@ def test_events_round_trip_in_order_and_runs_are_listed(pg):
     store.append(RunEvent("a", LLM_CALL, {"fingerprint": "f"}, round=1, role="Alice"))
     store.append(RunEvent("b", MESSAGE, {"message": {}}))
     events = list(store.events("a"))
-    assert [(e.seq, e.kind, e.role) for e in events] == [(1, RUN_STARTED, ""), (2, MESSAGE, "Alice"), (3, LLM_CALL, "Alice")]
+    assert [(e.seq, e.kind, e.role) for e in events] == [
+        (1, RUN_STARTED, ""), (2, MESSAGE, "Alice"), (3, LLM_CALL, "Alice"),
+    ]
     assert events[1].data["message"]["content"] == "héllo"
     assert [e.seq for e in store.events("a", [LLM_CALL])] == [3]
     info = {r.run_id: r for r in store.runs()}
