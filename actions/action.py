@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from memory import Memory, Message
 from rolecast.context import Context, current_context
 from rolecast.llm.base import BaseLLM, LLMSettings
+from rolecast.runlog import acting
 
 # ids of action instances whose ``run`` is already inside a hook invocation, so that a
 # subclass calling ``super().run()`` is not hooked twice
@@ -41,8 +42,14 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
         active = _active_runs()
+        if id(self) in active:
+            return await run(self, *args, **kwargs)
+        with acting(self.name):  # model calls made inside are logged with this action's name
+            return await _invoke(self, active, args, kwargs)
+
+    async def _invoke(self: Action, active: frozenset[int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         hooks = self.context.hooks
-        if id(self) in active or not (hooks._invoking or hooks._invoked):
+        if not (hooks._invoking or hooks._invoked):
             return await run(self, *args, **kwargs)
         bound = signature.bind(self, *args, **kwargs)
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}

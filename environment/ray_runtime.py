@@ -145,7 +145,11 @@ class RayRuntime:
         self._start(env)
         await self._place()
         self._sync_budget(env)
-        self.round += 1
+        log = env.run_log
+        self.round = log.round if log is not None and log.round > self.round else self.round + 1
+        flush = getattr(log.store, "flush", None) if log is not None else None
+        if flush is not None:
+            flush()  # the driver's pending events are committed: its store's lock is free for the workers
         groups = [g for g in self._groups if g.pending or g.busy]
         cm = env.context.cost_manager
         budget = (cm.max_budget, cm.total_cost)

@@ -4,9 +4,10 @@
 turns it into an actor. It holds its roles behind a :class:`WorkerBus` (what a role
 sees as its environment), runs a round's turns with ``asyncio.gather`` exactly like
 the in-process environment, and hands back what its roles published. Every model call
-on the worker goes through :class:`ClusterModel`: answered from the run log when the
-log holds it (a restarted worker re-executes its roles' past turns without calling the
-model again), else metered by the cluster's one budget and rate limit, then logged.
+on the worker takes the seam's metered path with the worker's run log: answered from the
+log when it holds the call (a restarted worker re-executes its roles' past turns without
+calling the model again), else made through :class:`ClusterModel`, which first waits for
+the cluster's one rate limit and budget, then logged.
 
 Nothing here imports Ray: the actor handle of the meter is passed in.
 """
@@ -14,11 +15,12 @@ Nothing here imports Ray: the actor handle of the meter is passed in.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pickle
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,19 +30,8 @@ from memory import Message
 from rolecast.context import Context, current_scope
 from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
-from rolecast.llm.base import (
-    BaseLLM,
-    Completion,
-    LLMSettings,
-    Messages,
-    StructuredRequest,
-    ToolCall,
-    Usage,
-    messages_text,
-    parse_choice,
-    to_messages,
-)
-from rolecast.runlog import RunLog, fingerprint
+from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
+from rolecast.runlog import RunLog
 from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED, RunEvent, RunStore, SQLiteRunStore
 from roles import Role
 
@@ -65,18 +56,30 @@ class WorkerSpec:
 class SharedSQLiteRunStore(SQLiteRunStore):
     """A SQLite run store that several worker processes append to at once (on one machine).
 
-    Each append numbers its event from the file, never from this process's cache, and
-    takes the next number again when another process took it first.
+    Each append takes the file's write lock first (``BEGIN IMMEDIATE``), numbers its event
+    from the file, never from a cache, and commits at once: no worker holds the lock
+    while the others wait for it.
     """
 
     def append(self, event: RunEvent) -> RunEvent:
-        for _ in range(100):
-            self._next.pop(event.run_id, None)
+        payload = json.dumps(event.data, ensure_ascii=False, default=str)
+        with self._lock:
             try:
-                return super().append(event)
-            except sqlite3.IntegrityError:
-                continue
-        raise StoreError(f"could not number an event of run {event.run_id} in {self.path}: too many writers")
+                self._db.commit()
+                self._db.execute("BEGIN IMMEDIATE")
+                row = self._db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?", (event.run_id,)
+                ).fetchone()
+                event.seq = int(row[0])
+                self._db.execute(
+                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+        return event
 
 
 def open_worker_store(spec_store: Any) -> RunStore | None:
@@ -89,7 +92,12 @@ def open_worker_store(spec_store: Any) -> RunStore | None:
 
 
 class ClusterModel(BaseLLM):
-    """A model on a worker: answers from the run log, else asks the cluster's meter, calls, logs."""
+    """A model on a worker: each live call first waits for the cluster's rate limit and budget.
+
+    Everything else is the seam's one metered path (:meth:`BaseLLM._metered`): a call the
+    run log holds is answered from it and never reaches this model, so it is neither
+    rate limited nor paid again.
+    """
 
     def __init__(self, inner: BaseLLM, worker: RoleWorker):
         super().__init__(inner.model, inner.settings)
@@ -107,46 +115,29 @@ class ClusterModel(BaseLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings,
         structured: StructuredRequest | None = None, tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
-        return await self.inner._complete(messages, stop=stop, settings=settings, structured=structured, tools=tools)
-
-    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
-        return await self.inner._choose_text(messages, n_options, settings)
-
-    async def complete(
-        self, messages: Messages, *, stop: Sequence[str] | None = None,
-        settings: LLMSettings | dict[str, Any] | None = None, structured: StructuredRequest | None = None,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> Completion:
-        request = {
-            "kind": "complete", "messages": [dict(m) for m in messages], "stop": list(stop or []),
-            "settings": self.settings.merged(settings).model_dump(exclude_none=True),
-            "schema": structured.schema if structured else None, "tools": tools,
-        }
-        served = self.worker.recorded(request)
-        if served is not None:
-            return served
         ticket = await self.worker.admit(self, messages)
-        completion = await super().complete(messages, stop=stop, settings=settings, structured=structured, tools=tools)
-        await self.worker.settled(self, ticket, request, completion)
+        completion = await self.inner._complete(
+            messages, stop=stop, settings=settings, structured=structured, tools=tools
+        )
+        await self.worker.settle(self, ticket, completion.usage)
         return completion
 
-    async def choose(
-        self, prompt: str | Sequence[dict[str, Any]], n_options: int, system_msgs: Sequence[str] | None = None,
-        *, settings: LLMSettings | dict[str, Any] | None = None,
-    ) -> int:
-        messages = to_messages(prompt, system_msgs)
-        request = {
-            "kind": "choose", "messages": [dict(m) for m in messages], "n_options": n_options,
-            "settings": self.settings.merged(settings).model_dump(exclude_none=True),
-        }
-        served = self.worker.recorded(request)
-        if served is not None:
-            return parse_choice(served.text, n_options)
+    async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         ticket = await self.worker.admit(self, messages)
-        completion = await self._choose_text(messages, n_options, self.settings.merged(settings))
-        self._record(messages, completion.usage, completion.text)
-        await self.worker.settled(self, ticket, request, completion)
-        return parse_choice(completion.text, n_options)
+        completion = await self.inner._choose_text(messages, n_options, settings)
+        await self.worker.settle(self, ticket, completion.usage)
+        return completion
+
+    async def _stream(
+        self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
+    ) -> AsyncIterator[str | Usage]:
+        ticket = await self.worker.admit(self, messages)
+        usage = Usage()
+        async for chunk in self.inner._stream(messages, stop=stop, settings=settings):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            yield chunk
+        await self.worker.settle(self, ticket, usage)
 
 
 class WorkerContext(Context):
@@ -210,6 +201,7 @@ class RoleWorker:
         default = pickle.loads(spec.default_llm) if spec.default_llm else None
         services = {name: pickle.loads(blob) for name, blob in spec.services.items()}
         self.context = WorkerContext(self, config=spec.config, llm=default, llms=services)
+        self.context.run_log = self.log  # the seam answers from it and logs every live call
         self._wrapped: dict[int, ClusterModel] = {}
         self.bus = WorkerBus(self, spec)
         self.budget: float | None = None  # the team's budget and spend as of the round's start
@@ -223,16 +215,6 @@ class RoleWorker:
         if wrapped is None:
             wrapped = self._wrapped[id(llm)] = ClusterModel(llm, self)
         return wrapped
-
-    def recorded(self, request: dict[str, Any]) -> Completion | None:
-        """The logged answer to this request of the running role, if the log holds it."""
-        if self.log is None:
-            return None
-        response = self.log.lookup(current_scope().role or "", "", fingerprint(request), request)
-        if response is None:
-            return None
-        calls = [ToolCall(**c) for c in response.get("tool_calls", [])]
-        return Completion(response["text"], Usage(), response.get("model", ""), response.get("finish_reason"), calls)
 
     async def admit(self, model: ClusterModel, messages: Messages) -> int:
         """Wait for the cluster's rate limit and check its budget; returns the ticket to settle (0: none)."""
@@ -254,20 +236,13 @@ class RoleWorker:
             await asyncio.sleep(grant.wait)
         return int(grant.ticket)
 
-    async def settled(self, model: ClusterModel, ticket: int, request: dict[str, Any], c: Completion) -> None:
-        scope = current_scope()
+    async def settle(self, model: ClusterModel, ticket: int, usage: Usage) -> None:
+        """Tell the meter what a metered call cost (its answer's tokens count against the limit)."""
         if ticket:
-            cost = scope.context.cost_manager.cost_of(
-                model.model, c.usage.prompt_tokens, c.usage.completion_tokens, free=model.free
+            cost = current_scope().context.cost_manager.cost_of(
+                model.model, usage.prompt_tokens, usage.completion_tokens, free=model.free
             )
-            await self.spec.meter.settle.remote(ticket, c.usage.completion_tokens, cost)
-        if self.log is not None:
-            self.log.record_call(scope.role or "", {
-                "action": "", "fingerprint": fingerprint(request), "request": request,
-                "response": {"text": c.text, "model": c.model, "finish_reason": c.finish_reason,
-                             "tool_calls": [vars(t) for t in c.tool_calls]},
-                "usage": {"prompt_tokens": c.usage.prompt_tokens, "completion_tokens": c.usage.completion_tokens},
-            })
+            await self.spec.meter.settle.remote(ticket, usage.completion_tokens, cost)
 
     # ------------------------------------------------------------------- roles
     def place(self, blobs: list[bytes]) -> list[str]:

@@ -11,9 +11,11 @@ Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..cost import estimate_tokens
 from ..errors import InvalidChoice, OutputParseError, UsageError
+from ..runlog import current_action
+from .recording import describe_request
 
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
@@ -86,6 +90,31 @@ class Completion:
     model: str = ""
     finish_reason: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """This answer as the run log keeps it."""
+        return {
+            "text": self.text,
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens,
+                      "estimated": self.usage.estimated},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Completion:
+        """An answer read back from the run log."""
+        usage = data.get("usage") or {}
+        return cls(
+            text=str(data.get("text") or ""),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                        bool(usage.get("estimated"))),
+            model=str(data.get("model") or ""),
+            finish_reason=data.get("finish_reason"),
+            tool_calls=[ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
+                        for c in data.get("tool_calls") or []],
+        )
 
 
 @dataclass
@@ -203,15 +232,50 @@ class BaseLLM(ABC):
             self.model, estimate_tokens(messages_text(messages)), role=scope.role, free=self.free
         )
 
-    def _record(self, messages: Messages, usage: Usage, text: str) -> None:
+    def _record(self, messages: Messages, usage: Usage, text: str) -> float:
         from ..context import current_scope
 
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
         scope = current_scope()
-        scope.context.cost_manager.record(
+        return scope.context.cost_manager.record(
             self.model, usage.prompt_tokens, usage.completion_tokens, role=scope.role, free=self.free
         )
+
+    async def _metered(
+        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
+    ) -> Completion:
+        """Every model call goes through here: answered from the run log when the log holds it
+        (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
+        checked against the budget, made, metered, and logged before its answer is used."""
+        from ..context import current_scope
+
+        scope = current_scope()
+        log = scope.context.run_log
+        role, action = scope.role or "", current_action()
+        fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
+        if log is not None:
+            recorded = log.lookup(role, action, fp, summary)
+            if recorded is not None:
+                completion = Completion.from_json(recorded)
+                self._record(messages, completion.usage, completion.text)  # the run's totals span restarts
+                return completion
+        self._check_budget(messages)
+        started = time.monotonic()
+        try:
+            completion = await call()
+        except Exception as exc:
+            if log is not None:
+                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
+            raise
+        cost = self._record(messages, completion.usage, completion.text)
+        if log is not None:
+            log.record_call(role, {
+                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                "response": completion.to_json(), "cost": cost, "latency": time.monotonic() - started,
+            })
+        return completion
 
     # --------------------------------------------------------------- public API
     async def complete(
@@ -226,16 +290,14 @@ class BaseLLM(ABC):
         """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
-        self._check_budget(messages)
-        completion = await self._complete(
-            messages,
-            stop=list(stop) if stop else None,
-            settings=self.settings.merged(settings),
-            structured=structured,
-            tools=tools,
+        stops = list(stop) if stop else None
+        merged = self.settings.merged(settings)
+        return await self._metered(
+            "complete", messages,
+            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
+            stop=stops, settings=merged.model_dump(exclude_none=True),
+            schema=structured.schema if structured else None, tools=tools,
         )
-        self._record(messages, completion.usage, completion.text)
-        return completion
 
     async def ask(
         self,
@@ -259,18 +321,37 @@ class BaseLLM(ABC):
     ) -> AsyncIterator[str]:
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
-        self._check_budget(messages)
-        parts: list[str] = []
-        usage = Usage()
-        async for chunk in self._stream(
-            messages, stop=list(stop) if stop else None, settings=self.settings.merged(settings)
-        ):
-            if isinstance(chunk, Usage):
-                usage = chunk
-            elif chunk:
-                parts.append(chunk)
+        stops = list(stop) if stop else None
+        merged = self.settings.merged(settings)
+        chunks: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def call() -> Completion:
+            parts: list[str] = []
+            usage = Usage()
+            async for chunk in self._stream(messages, stop=stops, settings=merged):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+                elif chunk:
+                    parts.append(chunk)
+                    chunks.put_nowait(chunk)
+            return Completion(text="".join(parts), usage=usage, model=self.model)
+
+        # the same metered path as every call; chunks are passed on as they come
+        task = asyncio.ensure_future(self._metered(
+            "complete", messages, call, stop=stops, settings=merged.model_dump(exclude_none=True)
+        ))
+        task.add_done_callback(lambda _: chunks.put_nowait(None))
+        streamed = False
+        try:
+            while (chunk := await chunks.get()) is not None:
+                streamed = True
                 yield chunk
-        self._record(messages, usage, "".join(parts))
+            completion = await task
+        finally:
+            if not task.done():
+                task.cancel()
+        if not streamed and completion.text:
+            yield completion.text  # answered from the run log: the whole answer at once
 
     async def choose(
         self,
@@ -289,9 +370,11 @@ class BaseLLM(ABC):
         if n_options < 1:
             raise UsageError("choose() needs at least one option")
         messages = to_messages(prompt, system_msgs)
-        self._check_budget(messages)
-        completion = await self._choose_text(messages, n_options, self.settings.merged(settings))
-        self._record(messages, completion.usage, completion.text)
+        merged = self.settings.merged(settings)
+        completion = await self._metered(
+            "choose", messages, lambda: self._choose_text(messages, n_options, merged),
+            n_options=n_options, settings=merged.model_dump(exclude_none=True),
+        )
         return parse_choice(completion.text, n_options)
 
     async def structured(
