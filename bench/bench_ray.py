@@ -42,7 +42,7 @@ def run_case(runtime: str, agents: int, rounds: int, num_cpus: int) -> dict[str,
     base_kib = vm_hwm_kib()
     start = time.perf_counter()
     rt = RayRuntime(num_cpus=num_cpus, roles_per_actor=-(-agents // num_cpus)) if runtime == "ray" else None
-    team = simulation.build_team(agents, llm=simulation.instant_model(), runtime=rt)
+    team = simulation.build_team(agents, llm=simulation.instant_model(), runtime=rt, store=None)
     team.run_project(simulation.TOPIC)
     built = time.perf_counter() - start
     round_walls: list[float] = []

@@ -86,11 +86,14 @@ def instant_model() -> BaseLLM:
     return FunctionLLM(instant_reply, model="instant")
 
 
-def build_team(n: int, *, neighbours: int = 4, llm: BaseLLM | None = None, runtime: object = None) -> Team:
-    team = Team(llm=llm, runtime=runtime)  # type: ignore[arg-type]
+def build_team(
+    n: int, *, neighbours: int = 4, llm: BaseLLM | None = None, runtime: object = None, **team: object
+) -> Team:
+    """N agents on a ring; ``team`` goes to :class:`Team` (``store=``, ``run_id=`` …)."""
+    team_ = Team(llm=llm, runtime=runtime, **team)  # type: ignore[arg-type]
     graph = ring(n, neighbours)
-    team.hire([Agent(name=name, profile="Agent", followers=followers) for name, followers in graph.items()])
-    return team
+    team_.hire([Agent(name=name, profile="Agent", followers=followers) for name, followers in graph.items()])
+    return team_
 
 
 @dataclass

@@ -24,7 +24,6 @@ from environment.ray_runtime import RayRuntime, local_runtime_env  # noqa: E402
 from memory import Message  # noqa: E402
 from rolecast.errors import BudgetExceeded  # noqa: E402
 from rolecast.ratelimit import RateLimit  # noqa: E402
-from rolecast.runlog import RunLog  # noqa: E402
 from rolecast.store import LLM_CALL, SQLiteRunStore  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402
@@ -32,7 +31,7 @@ from roles import Role  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import simulation  # noqa: E402
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.integration]
 
 
 @pytest.fixture(scope="module")
@@ -131,9 +130,10 @@ def test_a_three_role_team_gives_the_same_history_on_ray(cluster):
 
 
 def test_two_hundred_agents_give_the_same_history_on_ray(cluster):
-    local = simulation.build_team(200, llm=simulation.instant_model())
+    local = simulation.build_team(200, llm=simulation.instant_model(), store=None)
     expected = local.run_sync(n_round=3, idea=simulation.TOPIC)
-    team = simulation.build_team(200, llm=simulation.instant_model(), runtime=RayRuntime(roles_per_actor=50))
+    team = simulation.build_team(200, llm=simulation.instant_model(), runtime=RayRuntime(roles_per_actor=50),
+                                 store=None)
     try:
         got = team.run_sync(n_round=3, idea=simulation.TOPIC)
         assert len(team.runtime.worker_pids()) == 4
@@ -159,9 +159,9 @@ def test_a_killed_worker_is_restarted_and_repeats_no_finished_model_call(cluster
     expected = simulation.build_team(12, llm=simulation.instant_model()).run_sync(n_round=3, idea=simulation.TOPIC)
     marker, calls = str(tmp_path / "died"), str(tmp_path / "calls")
     llm = FunctionLLM(functools.partial(dying_echo, marker, calls))
-    team = simulation.build_team(12, llm=llm, runtime=RayRuntime(roles_per_actor=4, max_restarts=2))
     store = SQLiteRunStore(tmp_path / "runs.db")
-    team.env.set_run_log(RunLog(store, "sim-1"))
+    team = simulation.build_team(12, llm=llm, runtime=RayRuntime(roles_per_actor=4, max_restarts=2),
+                                 store=store, run_id="sim-1")
     try:
         got = team.run_sync(n_round=3, idea=simulation.TOPIC)
     finally:
@@ -224,8 +224,8 @@ def test_a_distributed_run_logs_to_postgres_and_resumes_without_the_model(cluste
 
     server = PostgresServer().start()
     try:
-        first = three_roles(RayRuntime(roles_per_actor=2))
-        first.env.set_run_log(RunLog(PostgresRunStore(server.dsn), "dist-1"))
+        first = Team(llm=FunctionLLM(echo), roles=[Coder(), QA(), Reviewer()], runtime=RayRuntime(roles_per_actor=2),
+                     store=PostgresRunStore(server.dsn), run_id="dist-1")
         try:
             history = first.run_sync(n_round=6, idea="add two numbers")
         finally:
@@ -234,8 +234,8 @@ def test_a_distributed_run_logs_to_postgres_and_resumes_without_the_model(cluste
         calls = list(store.events("dist-1", [LLM_CALL]))
         assert sorted(e.role for e in calls) == ["Alice", "Bob", "Bob", "Bob", "Charlie", "Charlie"]
 
-        again = Team(llm=FunctionLLM(never), roles=[Coder(), QA(), Reviewer()], runtime=RayRuntime(roles_per_actor=2))
-        again.env.set_run_log(RunLog(store, "dist-1"))
+        again = Team(llm=FunctionLLM(never), roles=[Coder(), QA(), Reviewer()], runtime=RayRuntime(roles_per_actor=2),
+                     store=store, run_id="dist-1")
         try:
             resumed = again.run_sync(n_round=6, idea="add two numbers")
         finally:
