@@ -29,8 +29,8 @@ def _info() -> int:
     cfg = config.llm
     print(f"provider       : {resolve_provider(cfg)}")
     print(f"model          : {cfg.model or '(provider default)'}")
-    print(f"base_url       : {cfg.base_url or '(provider default)'}")
-    print(f"api key        : {'set' if cfg.api_key else 'not set'}")
+    print(f"base_url       : {getattr(cfg, 'base_url', None) or '(provider default)'}")
+    print(f"api key        : {'set' if getattr(cfg, 'api_key', None) else 'not set'}")
     print(f"embedded model : {'installed' if local_model_available() else 'not installed'}")
     if config.services:
         print(f"services       : {', '.join(sorted(config.services))}")
