@@ -27,10 +27,11 @@ from typing import Any
 from loguru import logger
 
 from memory import Message
-from rolecast.context import Context, current_scope
+from rolecast.context import Context
 from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
+from rolecast.metering import current_meter
 from rolecast.runlog import RunLog
 from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED, RunEvent, RunStore, SQLiteRunStore
 from roles import Role
@@ -218,20 +219,20 @@ class RoleWorker:
 
     async def admit(self, model: ClusterModel, messages: Messages) -> int:
         """Wait for the cluster's rate limit and check its budget; returns the ticket to settle (0: none)."""
-        scope = current_scope()
+        meter = current_meter()
         tokens = estimate_tokens(messages_text(messages))
-        projected = scope.context.cost_manager.cost_of(model.model, tokens, 0, free=model.free)
-        meter = self.spec.meter
+        projected = meter.cost_manager.cost_of(model.model, tokens, 0, free=model.free)
+        limiter = self.spec.meter
         limited = self.spec.rate_limited and (not model.free or self.spec.metered_free_calls)
-        if meter is None or (projected == 0 and not limited):
+        if limiter is None or (projected == 0 and not limited):
             # a call that costs nothing and is not rate limited needs no round trip: the spend
             # known at the start of the round decides (the driver checks it between rounds too)
             if self.budget is not None and self.spent >= self.budget:
-                raise BudgetExceeded(self.spent, self.budget, role=scope.role, model=model.model)
+                raise BudgetExceeded(self.spent, self.budget, role=meter.role, model=model.model)
             return 0
-        grant = await meter.acquire.remote(tokens, projected)
+        grant = await limiter.acquire.remote(tokens, projected)
         if grant.over_budget:
-            raise BudgetExceeded(grant.spent, grant.limit, role=scope.role, model=model.model)
+            raise BudgetExceeded(grant.spent, grant.limit, role=meter.role, model=model.model)
         if grant.wait > 0:
             await asyncio.sleep(grant.wait)
         return int(grant.ticket)
@@ -239,7 +240,7 @@ class RoleWorker:
     async def settle(self, model: ClusterModel, ticket: int, usage: Usage) -> None:
         """Tell the meter what a metered call cost (its answer's tokens count against the limit)."""
         if ticket:
-            cost = current_scope().context.cost_manager.cost_of(
+            cost = current_meter().cost_manager.cost_of(
                 model.model, usage.prompt_tokens, usage.completion_tokens, free=model.free
             )
             await self.spec.meter.settle.remote(ticket, usage.completion_tokens, cost)
