@@ -92,11 +92,11 @@ class BudgetExceeded(RunError):
 class WorkerLost(RunError):
     """A worker of a distributed runtime died and was not brought back (restarts exhausted)."""
 
-    def __init__(self, worker: str, roles: list[str], cause: BaseException | None = None):
+    def __init__(self, worker: str, roles: list[str] | None = None, cause: BaseException | None = None):
         self.worker = worker
-        self.roles = roles
+        self.roles = list(roles or [])
         self.cause = cause
-        shown = ", ".join(roles[:5]) + (f" and {len(roles) - 5} more" if len(roles) > 5 else "")
+        shown = ", ".join(self.roles[:5]) + (f" and {len(self.roles) - 5} more" if len(self.roles) > 5 else "")
         super().__init__(f"worker {worker} (roles {shown}) died and could not be restarted: {cause}")
 
 
