@@ -135,11 +135,12 @@ def main() -> None:
                         help="default: embedded up to 10 agents, instant above")
     parser.add_argument("--roles-per-actor", type=int, default=None)
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--scripted", action="store_true", help="the instant model (as --model instant)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     if args.verbose:
         enable_logging("INFO")
-    model = args.model or ("embedded" if args.agents <= 10 else "instant")
+    model = "instant" if args.scripted else args.model or ("embedded" if args.agents <= 10 else "instant")
     llm = instant_model() if model == "instant" else None  # None: the configured (embedded) model
     runtime: object = args.runtime
     if args.runtime == "ray":
