@@ -19,6 +19,7 @@ import asyncio
 import atexit
 import importlib.util
 import json
+import math
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -32,6 +33,8 @@ from ..errors import ConfigError, LLMAPIError
 from .base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
@@ -50,6 +53,7 @@ DEFAULT_N_CTX = 8192
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
 
@@ -114,10 +118,15 @@ _GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGramm
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
-    """The model at ``path``, loading it on first use (once per process, whatever the caller)."""
+def _load(path: str, n_ctx: int, n_threads: int | None, *, embedding: bool = False) -> _Loaded:
+    """The model at ``path``, loading it on first use (once per process, whatever the caller).
+
+    ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
+    context does one or the other).
+    """
+    key = f"{path}#embedding" if embedding else path
     with _MODELS_LOCK:
-        loaded = _MODELS.get(path)
+        loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
         _require_llama_cpp()
@@ -127,13 +136,14 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
         try:
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+            extra = {"embedding": True} if embedding else {}
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, **extra)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ConfigError(f"could not load the GGUF model {path}: {exc}") from exc
         loaded = _Loaded(llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
-        _MODELS[path] = loaded
+        _MODELS[key] = loaded
         return loaded
 
 
@@ -178,6 +188,7 @@ class LocalLLM(BaseLLM):
     supports_json_schema = True
     grammar_constrained = True
     supports_tools = False
+    supports_embeddings = True
 
     def __init__(
         self,
@@ -278,7 +289,25 @@ class LocalLLM(BaseLLM):
             finish_reason=choice.get("finish_reason"),
         )
 
+    def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
+        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True)
+        with loaded.lock:
+            try:
+                response = loaded.llama.create_embedding(texts)
+            except (ValueError, RuntimeError) as exc:  # a text longer than the context, a failed decode
+                raise LLMAPIError(f"the local model could not embed the texts: {exc}") from exc
+        vectors = [_pooled(item["embedding"]) for item in response["data"]]
+        return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
+
     # ------------------------------------------------------------ provider hooks
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embeddings from llama.cpp: a GGUF embedding model (nomic-embed, bge …) pools as it was
+        trained; a chat model without pooling gets the mean of its token vectors (weak retrieval:
+        see bench/bench_memory.py)."""
+        vectors, tokens = await asyncio.to_thread(self._run_embed, texts)
+        return Embeddings(vectors, Usage(tokens, 0), model=self.model)
+
     async def _complete(
         self,
         messages: Messages,
@@ -362,6 +391,19 @@ class LocalLLM(BaseLLM):
                 yield item
         finally:
             cancelled.set()  # stop the worker if the consumer stopped early
+
+
+def _pooled(embedding: list[Any]) -> list[float]:
+    """One unit vector: the model's pooled vector, or the mean of per-token vectors."""
+    if embedding and isinstance(embedding[0], list):
+        width = len(embedding[0])
+        sums = [0.0] * width
+        for token in embedding:
+            for i, x in enumerate(token):
+                sums[i] += x
+        embedding = [x / len(embedding) for x in sums]
+    norm = math.sqrt(sum(x * x for x in embedding)) or 1.0
+    return [float(x) / norm for x in embedding]
 
 
 @dataclass
