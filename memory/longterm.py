@@ -114,12 +114,12 @@ class LongTermMemory:
             records = await self.semantic.search(query, k=self.relevant_k + len(recent), min_score=self.min_score)
             taken = 0
             for record in records:
-                message = by_id.get(record.id)
-                if message is None or message.id in chosen or taken >= self.relevant_k:
+                found = by_id.get(record.id)
+                if found is None or found.id in chosen or taken >= self.relevant_k:
                     continue
-                if spent + costs[message.id] <= self.token_budget:
-                    chosen[message.id] = message
-                    spent += costs[message.id]
+                if spent + costs[found.id] <= self.token_budget:
+                    chosen[found.id] = found
+                    spent += costs[found.id]
                     taken += 1
         return [m for m in history if m.id in chosen]
 

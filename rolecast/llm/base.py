@@ -12,6 +12,7 @@ Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from abc import ABC, abstractmethod
@@ -172,6 +173,27 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
         return text
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     return text if cut < 0 else text[:cut]
+
+
+def pooled_vector(embedding: Sequence[Any]) -> list[float]:
+    """One unit vector from what an embedding endpoint returned: a pooled vector as is, or the mean
+    of per-token vectors (llama.cpp answers so for a model without pooling, e.g. a chat model)."""
+    values: list[float]
+    if embedding and isinstance(embedding[0], (list, tuple)):
+        width = len(embedding[0])
+        sums = [0.0] * width
+        for token in embedding:
+            if len(token) != width:
+                raise LLMAPIError("per-token embeddings of different widths")
+            for i, x in enumerate(token):
+                sums[i] += float(x)
+        values = [x / len(embedding) for x in sums]
+    else:
+        values = [float(x) for x in embedding]
+    norm = math.sqrt(sum(x * x for x in values))
+    if not values or not math.isfinite(norm) or norm == 0.0:
+        raise LLMAPIError("the model returned an empty, zero or non-finite embedding")
+    return [x / norm for x in values]
 
 
 _CHOICE = re.compile(r"""^\s*[`'"]?\s*(-?\d+)\s*[`'"]?\s*\.?\s*$""")

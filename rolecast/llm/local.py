@@ -19,7 +19,6 @@ import asyncio
 import atexit
 import importlib.util
 import json
-import math
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -40,6 +39,7 @@ from .base import (
     StructuredRequest,
     Usage,
     messages_text,
+    pooled_vector,
     truncate_at_stop,
 )
 
@@ -297,7 +297,7 @@ class LocalLLM(BaseLLM):
                 response = loaded.llama.create_embedding(texts)
             except (ValueError, RuntimeError) as exc:  # a text longer than the context, a failed decode
                 raise LLMAPIError(f"the local model could not embed the texts: {exc}") from exc
-        vectors = [_pooled(item["embedding"]) for item in response["data"]]
+        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
         return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
 
     # ------------------------------------------------------------ provider hooks
@@ -391,19 +391,6 @@ class LocalLLM(BaseLLM):
                 yield item
         finally:
             cancelled.set()  # stop the worker if the consumer stopped early
-
-
-def _pooled(embedding: list[Any]) -> list[float]:
-    """One unit vector: the model's pooled vector, or the mean of per-token vectors."""
-    if embedding and isinstance(embedding[0], list):
-        width = len(embedding[0])
-        sums = [0.0] * width
-        for token in embedding:
-            for i, x in enumerate(token):
-                sums[i] += x
-        embedding = [x / len(embedding) for x in sums]
-    norm = math.sqrt(sum(x * x for x in embedding)) or 1.0
-    return [float(x) / norm for x in embedding]
 
 
 @dataclass

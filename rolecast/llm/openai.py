@@ -43,6 +43,7 @@ from .base import (
     ToolCall,
     Usage,
     choice_schema,
+    pooled_vector,
     truncate_at_stop,
 )
 
@@ -428,12 +429,10 @@ def _choice_from_json(text: str) -> str:
 
 
 def _flat_vector(embedding: Any) -> list[float]:
-    """One vector; llama-cpp-python's server answers a model without pooling with one per token."""
+    """One unit vector (per-token vectors from a llama.cpp server are mean-pooled, as in-process)."""
     if isinstance(embedding, str):
         raise LLMAPIError("the embeddings server answered base64; rolecast asks for floats")
-    if embedding and isinstance(embedding[0], list):
-        raise LLMAPIError("the embeddings server returned one vector per token (a model without pooling)")
-    return [float(x) for x in embedding]
+    return pooled_vector(embedding)
 
 
 def _schema_name(name: str) -> str:
