@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .context import current_scope
 from .cost import estimate_tokens
 from .errors import ScriptExhausted, UsageError
 from .llm.base import (
@@ -41,6 +40,7 @@ from .llm.base import (
 )
 from .llm.embedders import hashed_vector
 from .llm.recording import describe_request
+from .metering import current_meter
 from .runlog import RunLog, current_action
 from .store import RunStore, open_store
 
@@ -170,6 +170,8 @@ class ScriptedLLM(_DoubleBase):
             reply = reply(call.messages)
             if inspect.isawaitable(reply):
                 reply = await reply
+        if not isinstance(reply, (str, Completion)):
+            raise UsageError(f"a scripted reply must be text or a Completion, not {type(reply).__name__}")
         return reply
 
     def assert_complete(self) -> None:
@@ -247,19 +249,17 @@ class ReplayLLM(BaseLLM):
     async def _metered(
         self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
     ) -> Completion:
-        scope = current_scope()
         fp, summary = describe_request(kind, messages, **request)
-        recorded = self.log.lookup(scope.role or "", current_action(), fp, summary)
+        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
         completion = Completion.from_json(recorded)
         self._record(messages, completion.usage, completion.text)
         return completion
 
     async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
-        scope = current_scope()
         messages: Messages = [{"role": "user", "content": t} for t in texts]
         fp, summary = describe_request("embed", messages, purpose=purpose)
-        recorded = self.log.lookup(scope.role or "", current_action(), fp, summary)
+        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
         result = Embeddings.from_json(recorded)
         self._record(messages, result.usage, "")
