@@ -11,6 +11,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   └── NestedEventLoopError    a sync helper was called inside a running loop
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
+    │   ├── WorkerLost              a runtime worker died and could not be brought back
     │   ├── ActionFailed            an action (or a role's override) raised
     │   ├── PlanError               no valid plan after the allowed re-asks / re-plans
     │   ├── ToolError               a tool could not be found or called
@@ -43,6 +44,13 @@ from typing import Any
 
 class RolecastError(Exception):
     """Root of every error rolecast raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take keyword-only or extra constructor arguments, which plain exception
+        # pickling cannot rebuild; errors must cross process boundaries (Ray workers), so
+        # rebuild from the message and the attributes instead of calling __init__.
+        state = {k: v for k, v in self.__dict__.items() if k != "__traceback__"}
+        return (_rebuild_error, (type(self), self.args, state))
 
 
 # ---------------------------------------------------------------- usage errors
@@ -85,6 +93,17 @@ class BudgetExceeded(RunError):
         self.model = model
         who = f" (role {role!r}, model {model!r})" if role or model else ""
         super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{who}")
+
+
+class WorkerLost(RunError):
+    """A worker of a distributed runtime died and was not brought back (restarts exhausted)."""
+
+    def __init__(self, worker: str, roles: list[str] | None = None, cause: BaseException | None = None):
+        self.worker = worker
+        self.roles = list(roles or [])
+        self.cause = cause
+        shown = ", ".join(self.roles[:5]) + (f" and {len(self.roles) - 5} more" if len(self.roles) > 5 else "")
+        super().__init__(f"worker {worker} (roles {shown}) died and could not be restarted: {cause}")
 
 
 class ActionFailed(RunError):
@@ -153,6 +172,13 @@ class ReplayMissing(ReplayError):
     def __init__(self, *, role: str, action: str, asked: Any, run_id: str = ""):
         super().__init__(f"has no recorded answer to replay for {_brief(asked)}",
                          role=role, action=action, asked=asked, run_id=run_id)
+
+
+def _rebuild_error(cls: type[RolecastError], args: tuple[Any, ...], state: dict[str, Any]) -> RolecastError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 def _brief(request: Any, limit: int = 300) -> str:
@@ -254,4 +280,5 @@ __all__ = [
     "ToolError",
     "UsageError",
     "VectorIndexError",
+    "WorkerLost",
 ]

@@ -80,6 +80,16 @@ class _DoubleBase(BaseLLM):
         self.calls: list[Call] = []
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # shipped to another process (a Ray worker): everything but the lock
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def _finish(self, reply: str | Completion, messages: Messages, stop: list[str] | None) -> Completion:
         if isinstance(reply, Completion):
             completion = reply
