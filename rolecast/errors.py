@@ -6,6 +6,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
+    │   ├── VectorIndexError        a vector or record does not fit a vector index (dimension, id, file)
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   └── NestedEventLoopError    a sync helper was called inside a running loop
     ├── RunError                    something failed while a team was running
@@ -59,6 +60,11 @@ class UsageError(RolecastError):
 
 class ConfigError(UsageError):
     """A model, key or setting the run needs is missing or invalid."""
+
+
+class VectorIndexError(UsageError):
+    """A vector or record does not fit a vector index: another dimension than the index holds,
+    an empty or non-finite vector, a bad id or filter, or an index file of another layout."""
 
 
 class ScriptExhausted(UsageError):
@@ -273,5 +279,6 @@ __all__ = [
     "TemplateError",
     "ToolError",
     "UsageError",
+    "VectorIndexError",
     "WorkerLost",
 ]
