@@ -8,9 +8,17 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from memory import Memory, Message
+from rolecast.classes import class_path, loaded_subclass
 from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, LLMSettings
@@ -22,9 +30,27 @@ from .action_node import ActionNode
 #: keywords the constructor takes besides the fields
 INIT_KEYWORDS = frozenset({"llm", "context"})
 
+#: the key under which a dump records the class it came from
+CLASS_KEY = "class_path"
+
 # ids of action instances whose ``run`` is already inside a hook invocation, so that a
 # subclass calling ``super().run()`` is not hooked twice
 _IN_RUN: ContextVar[frozenset[int]] = ContextVar("rolecast_in_run", default=frozenset())
+
+
+# The wrapper below reaches the ContextVar only through these module functions: a user's
+# Action subclass is shipped to other processes by cloudpickle (the Ray runtime), which
+# copies the wrapper by value with the globals it names, and a ContextVar cannot be pickled.
+def _active_runs() -> frozenset[int]:
+    return _IN_RUN.get()
+
+
+def _enter_run(active: frozenset[int]) -> Any:
+    return _IN_RUN.set(active)
+
+
+def _leave_run(token: Any) -> None:
+    _IN_RUN.reset(token)
 
 
 def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,7 +59,7 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
-        active = _IN_RUN.get()
+        active = _active_runs()
         if id(self) in active:
             return await run(self, *args, **kwargs)
         with acting(self.name):  # model calls made inside are logged with this action's name
@@ -47,12 +73,12 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
 
         async def call(args: dict[str, Any]) -> Any:
-            token = _IN_RUN.set(active | {id(self)})
+            token = _enter_run(active | {id(self)})
             try:
                 bound.arguments.update(args)
                 return await run(*bound.args, **bound.kwargs)
             finally:
-                _IN_RUN.reset(token)
+                _leave_run(token)
 
         return await hooks.invoke("action", self.name, arguments, call, action=self)
 
@@ -106,6 +132,7 @@ class Action(BaseModel):
     _node: ActionNode | None = PrivateAttr(default=None)
 
     def __init__(self, llm: BaseLLM | None = None, context: Context | None = None, **data: Any):
+        data.pop(CLASS_KEY, None)
         reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
         if context is not None and not isinstance(context, Context):
             raise UsageError(
@@ -126,6 +153,18 @@ class Action(BaseModel):
                 schema="raw",
             )
         return self
+    @model_serializer(mode="wrap")
+    def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the class path travels with the fields, so a saved action comes back as its own class
+        return {CLASS_KEY: class_path(self), **handler(self)}
+
+    @classmethod
+    def restore(cls, data: dict[str, Any] | Action) -> Action:
+        """An action from its dump, as the (already loaded) class the dump names."""
+        if isinstance(data, Action):
+            return data
+        target = loaded_subclass(cls, data[CLASS_KEY]) if CLASS_KEY in data else cls
+        return target(**{k: v for k, v in data.items() if k != CLASS_KEY})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -32,12 +32,28 @@ from rolecast.usage import reject_unknown_keywords
 from roles import Role
 
 from .environment import Environment
+from .ray_runtime import RayRuntime
+from .runtime import Runtime
 from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
+
+
+def _runtime(runtime: str | Runtime | None) -> Runtime | None:
+    """A runtime from what a user passed: None or ``"local"`` (in-process), ``"ray"``, or a runtime."""
+    if runtime is None or runtime == "local":
+        return None
+    if runtime == "ray":
+        return RayRuntime()
+    if isinstance(runtime, Runtime):
+        return runtime
+    raise UsageError(f"runtime must be 'local', 'ray' or a Runtime object, not {runtime!r}")
+
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
 
-INIT_KEYWORDS = frozenset({"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id"})
+INIT_KEYWORDS = frozenset(
+    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime"}
+)
 
 
 class History(list[Message]):
@@ -72,6 +88,10 @@ class Team(BaseModel):
         team.invest(3.0)                    # budget in dollars
         team.run_project("write a function that adds two numbers")
         history = await team.run(n_round=5)
+
+    ``runtime``: where the roles run — ``"local"`` (this process, the default), ``"ray"``
+    (Ray actors, see :class:`~environment.ray_runtime.RayRuntime`) or a runtime object;
+    the script and the history are the same under each.
 
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
     chooses whether a failing role stops the team (``"stop"``) or is recorded in
@@ -111,6 +131,7 @@ class Team(BaseModel):
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
         env_desc: str | None = None,
+        runtime: str | Runtime | None = None,
         store: Any = DEFAULT,
         run_id: str | None = None,
         **data: Any,
@@ -121,7 +142,7 @@ class Team(BaseModel):
         env = data.get("env")
         if env is None:
             ctx = context or Context(config=config, llm=llm, llms=llms)
-            data["env"] = Environment(context=ctx, on_error=on_error)
+            data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
         elif isinstance(env, Environment):
             if context is not None:
                 env.context = context
@@ -134,6 +155,8 @@ class Team(BaseModel):
             for name, service in (llms or {}).items():
                 env.context.add_service(name, service)
             env.on_error = on_error
+            if runtime is not None:
+                raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
         if env_desc is not None:
             self.env.desc = env_desc
@@ -202,6 +225,16 @@ class Team(BaseModel):
         store = self.run_log.store
         base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
         return base / "checkpoints" / self.run_id
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """Where the roles run: None in this process, else the runtime (``runtime="ray"``)."""
+        return self.env.runtime
+
+    def close(self) -> None:
+        """Release the runtime's workers (a Ray cluster this team started is shut down)."""
+        if self.env.runtime is not None:
+            self.env.runtime.close()
 
     @property
     def context(self) -> Context:

@@ -139,16 +139,11 @@ def test_kill_9_midway_then_resume_repeats_no_answered_call_and_ends_like_an_uni
     db, calls = tmp_path / "runs.db", tmp_path / "calls.txt"
     proc = _run_script(db, "crash", 12, calls, delay=0.5)
     deadline = time.monotonic() + 30
-    store = SQLiteRunStore(db) if db.exists() else None
-    while time.monotonic() < deadline:
-        if store is None and db.exists():
-            store = SQLiteRunStore(db)
-        if store is not None and len(list(store.events("crash", [LLM_CALL]))) >= 3:
-            break
+    store = SQLiteRunStore(db)  # (in WAL mode the file may appear only when the writer closes it)
+    while time.monotonic() < deadline and len(list(store.events("crash", [LLM_CALL]))) < 3:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert store is not None
     answered_before = len(list(store.events("crash", [LLM_CALL])))
     logged_ids = [e.data["message"]["id"] for e in store.events("crash", [MESSAGE])]
     assert 3 <= answered_before < 12, "the crash was meant to come midway"
@@ -257,7 +252,7 @@ async def test_a_failing_run_saves_a_checkpoint_first_and_says_where(tmp_path):
 def test_runs_commands_show_list_graph_and_export_the_debate(tmp_path, capsys):
     from support import run_example
 
-    from environment.cli import main
+    from rolecast.cli import main
 
     db = tmp_path / "debate.db"
     out = run_example("examples/debate.py", "--scripted", env={"ROLECAST_STORE": str(db)})
@@ -285,3 +280,35 @@ def test_runs_commands_show_list_graph_and_export_the_debate(tmp_path, capsys):
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_stopped"
     assert main(["runs", "show", "nope", "--store", str(db)]) == 2
+
+
+async def test_a_team_dump_reloads_as_its_own_role_and_action_classes_and_goes_on():
+    def checker() -> Role:
+        return Role(name="Checker", actions=[Check()], watch=[Draft])
+
+    team = Team(llm=counting_llm([]), roles=[Author(level=4), checker()], store=None)
+    await team.run(n_round=1, idea="tea")
+    again = Team.model_validate_json(team.model_dump_json())
+    author = again.env.roles["Ann"]
+    assert type(author) is Author and author.level == 4 and type(author.actions[0]) is Draft
+    assert author.actions[0].tone == "dry" and author.rc.env is again.env
+    assert [m.content for m in author.rc.memory.get()] == ["tea", "re[[dry] draft: tea]"]
+    # the checker's inbox (the draft, delivered at the end of round 1) came back too: the run goes on
+    again.context.set_llm(counting_llm(calls := []))
+    history = await again.run(n_round=1)
+    assert calls == ["check: re[[dry] draft: tea]"] and history[-1].sent_from == "Checker"
+
+
+async def test_the_store_never_holds_its_write_lock_across_a_wait(tmp_path):
+    import asyncio
+
+    from rolecast.store import RunEvent
+
+    db = tmp_path / "shared.db"
+    first, second = SQLiteRunStore(db), SQLiteRunStore(db)  # two writers: two teams, two processes
+    first.append(RunEvent("a", MESSAGE, {"message": {"content": "hi"}}))  # not a paid-for event
+    await asyncio.sleep(0)  # the event loop turns (a model call is awaited, say)
+    started = time.monotonic()
+    await asyncio.to_thread(second.append, RunEvent("b", LLM_CALL, {"x": 1}))
+    assert time.monotonic() - started < 1.0
+    assert [e.kind for e in second.events("a")] == [MESSAGE]  # and the first one's event is committed

