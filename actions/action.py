@@ -19,8 +19,10 @@ from pydantic import (
 
 from memory import Memory, Message
 from rolecast.classes import class_path, loaded_subclass
+from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
+from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.runlog import acting
 from rolecast.usage import reject_unknown_keywords
@@ -28,7 +30,7 @@ from rolecast.usage import reject_unknown_keywords
 from .action_node import ActionNode
 
 #: keywords the constructor takes besides the fields
-INIT_KEYWORDS = frozenset({"llm", "context"})
+INIT_KEYWORDS = frozenset({"llm", "context", "config", "llm_name_or_type"})
 
 #: the key under which a dump records the class it came from
 CLASS_KEY = "class_path"
@@ -130,8 +132,17 @@ class Action(BaseModel):
     _context: Context | None = PrivateAttr(default=None)
     _owner: Any = PrivateAttr(default=None)
     _node: ActionNode | None = PrivateAttr(default=None)
+    _config: Config | None = PrivateAttr(default=None)
+    _config_llm: BaseLLM | None = PrivateAttr(default=None)
 
-    def __init__(self, llm: BaseLLM | None = None, context: Context | None = None, **data: Any):
+    def __init__(
+        self,
+        llm: BaseLLM | None = None,
+        context: Context | None = None,
+        config: Config | None = None,
+        llm_name_or_type: str | None = None,
+        **data: Any,
+    ):
         data.pop(CLASS_KEY, None)
         reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
         if context is not None and not isinstance(context, Context):
@@ -139,9 +150,16 @@ class Action(BaseModel):
                 f"{type(self).__name__}(context=...) takes a rolecast Context, not {type(context).__name__}; "
                 "pass data to run() instead"
             )
+        if llm_name_or_type is not None:
+            # MetaGPT's name for a model of the configuration chosen by name: rolecast's service
+            if data.get("service") not in (None, llm_name_or_type):
+                raise UsageError("give llm_name_or_type= or service= (the same thing), not both")
+            data["service"] = llm_name_or_type
         super().__init__(**data)
         self._llm = llm
         self._context = context
+        if config is not None:
+            self.config = config
         if not self.name:
             self.name = type(self).__name__
 
@@ -180,6 +198,11 @@ class Action(BaseModel):
             return self._forced_llm
         if self._llm is not None:
             return self._llm
+        if self._config is not None:  # the action's own configuration (MetaGPT's private config)
+            if self._config_llm is None:
+                cfg = self._config.services.get(self.service or "", self._config.llm)
+                self._config_llm = create_llm(cfg)
+            return self._config_llm
         context = self.context
         if self.service:
             if self.service in context.services or self.service in context.config.services:
@@ -187,7 +210,8 @@ class Action(BaseModel):
             context.llm(self.service)  # logs the missing-service warning once
         if self._role_llm is not None:
             return self._role_llm
-        return context.llm()
+        configured = getattr(self._owner, "configured_llm", None)  # the role's own configuration
+        return configured if isinstance(configured, BaseLLM) else context.llm()
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:
@@ -200,6 +224,21 @@ class Action(BaseModel):
 
     def set_context(self, context: Context | None) -> None:
         self._context = context
+
+    @property
+    def config(self) -> Config:
+        """The configuration this action's model comes from: its own, else its role's, else the context's."""
+        if self._config is not None:
+            return self._config
+        own = getattr(self._owner, "own_config", None)
+        return own if isinstance(own, Config) else self.context.config
+
+    @config.setter
+    def config(self, value: Config) -> None:
+        if not isinstance(value, Config):
+            raise UsageError(f"{type(self).__name__}.config takes a rolecast Config, not {type(value).__name__}")
+        self._config = value
+        self._config_llm = None
 
     def set_role_llm(self, llm: BaseLLM | None, *, override: bool = False) -> None:
         """The owning role's model: used when the action has none of its own.

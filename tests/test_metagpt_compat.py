@@ -542,3 +542,40 @@ async def test_subscription_runner_raises_a_role_failure_or_logs_it():
     assert any("run error" in s for s in seen) and any("has completed" in s for s in seen)
 
 
+
+
+# --------------------------------------------------------- per-action / per-role models
+def test_models_by_configuration_per_action_and_per_role(tmp_path, monkeypatch):
+    import rolecast.config as config_module
+    from rolecast.config import Config, LLMConfig
+
+    monkeypatch.setattr(config_module, "CONFIG_HOME", tmp_path)
+    (tmp_path / "gpt4.yaml").write_text(
+        "llm: {provider: openai, model: gpt-4-turbo, api_key: sk-test}\n"
+        "services:\n  YOUR_MODEL_NAME_1: {provider: openai, model: gpt-4o, api_key: sk-test}\n"
+    )
+    assert Config.from_home("missing.yaml") is None
+    home = Config.from_home("gpt4.yaml")
+    assert home is not None and home.llm.model == "gpt-4-turbo"
+    assert Config(**Config.read_yaml(tmp_path / "gpt4.yaml")) == home
+    assert isinstance(Config.default(), Config)
+
+    config1 = Config(llm=LLMConfig(provider="openai", model="gpt-4o-mini", api_key="sk-test"))
+    context = Context(config=config1)
+    act = Action(context=context)
+    assert act.config.llm.model == "gpt-4o-mini"  # the context's configuration
+
+    own = Action(context=context, config=home)  # an action with its own configuration keeps it in a role
+    role = Role(context=context, config=config1)
+    role.set_actions([own, Action])
+    assert own.llm.model == "gpt-4-turbo" and role.actions[1].llm.model == "gpt-4o-mini"
+    assert role.config is config1 and role.actions[1].config is config1
+
+    named = Action(context=context, config=home, llm_name_or_type="YOUR_MODEL_NAME_1")
+    assert named.config.llm.model == "gpt-4-turbo" and named.llm.model == "gpt-4o"
+    named.config = config1  # a new configuration, a new model
+    assert named.llm.model == "gpt-4o-mini"
+    with pytest.raises(UsageError):
+        Action(config={"llm": {}})
+    with pytest.raises(UsageError):
+        Action(llm_name_or_type="a", service="b")
