@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .cost import estimate_tokens
 from .errors import ScriptExhausted, UsageError
@@ -33,6 +33,7 @@ from .llm.base import (
     EmbedPurpose,
     LLMSettings,
     Messages,
+    R,
     StructuredRequest,
     Usage,
     messages_text,
@@ -257,22 +258,20 @@ class ReplayLLM(BaseLLM):
         return cls(log)
 
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
-    ) -> Completion:
+        self,
+        kind: str,
+        messages: Messages,
+        call: Callable[[], Awaitable[R]],
+        *,
+        result_type: type[Completion] | type[Embeddings] | None = None,
+        **request: Any,
+    ) -> R:
+        """The recorded answer to this call (every call, chat or embeddings, comes here)."""
         fp, summary = describe_request(kind, messages, **request)
         recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
-        completion = Completion.from_json(recorded)
-        self._record(messages, completion.usage, completion.text)
-        return completion
-
-    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
-        messages: Messages = [{"role": "user", "content": t} for t in texts]
-        fp, summary = describe_request("embed", messages, purpose=purpose)
-        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
-        assert recorded is not None  # replay mode raises instead of returning None
-        result = Embeddings.from_json(recorded)
-        self._record(messages, result.usage, "")
+        result = cast(R, (result_type or Completion).from_json(recorded))
+        self._record(messages, result.usage, result.text)
         return result
 
     async def _complete(self, messages: Messages, **kwargs: Any) -> Completion:  # pragma: no cover
