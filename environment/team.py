@@ -14,7 +14,7 @@ from memory import MESSAGE_ROUTE_TO_ALL, Message
 from rolecast.config import Config
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, NestedEventLoopError
+from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from roles import Role
 
@@ -52,6 +52,8 @@ class Team(BaseModel):
         on_error: Literal["stop", "continue"] = "stop",
         **data: Any,
     ):
+        if on_error not in ("stop", "continue"):
+            raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
         if "env" not in data:
             ctx = context or Context(config=config, llm=llm, llms=llms)
             data["env"] = Environment(context=ctx, on_error=on_error)

@@ -1,6 +1,6 @@
 """Messages and memory: what is said on the bus and what each role remembers."""
 
-from loguru import logger
+from rolecast import library_logging
 
 from .memory import Memory
 from .message import (
@@ -13,7 +13,7 @@ from .message import (
     any_to_str_set,
 )
 
-logger.disable("memory")
+library_logging("memory")
 
 __all__ = [
     "MESSAGE_ROUTE_TO_ALL",
