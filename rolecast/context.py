@@ -19,6 +19,7 @@ from loguru import logger
 
 from .cost import CostManager
 from .hooks import Hooks
+from .runlog import RunLog
 
 if TYPE_CHECKING:
     from .config import Config
@@ -44,6 +45,8 @@ class Context:
         self.hooks = hooks or Hooks()
         self._lock = threading.Lock()
         self._warned_missing: set[str] = set()
+        #: the write-ahead log of the team run this context belongs to (set by the team)
+        self.run_log: RunLog | None = None
 
     @property
     def config(self) -> Config:

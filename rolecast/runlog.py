@@ -73,7 +73,9 @@ class RecordedCall:
 class RunLog:
     """The write-ahead log of one run (see the module docstring)."""
 
-    def __init__(self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume"):
+    def __init__(
+        self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0
+    ):
         self.store = store
         self.run_id = run_id or new_run_id()
         self.mode: Mode = mode
@@ -86,11 +88,13 @@ class RunLog:
         self.recorded_events = 0
         self.served_calls = 0
         if store is not None:
-            self._load(store)
+            self._load(store, after_seq)
 
     # ------------------------------------------------------------------ loading
-    def _load(self, store: RunStore) -> None:
+    def _load(self, store: RunStore, after_seq: int) -> None:
         for event in store.events(self.run_id):
+            if event.seq <= after_seq:
+                continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
             if event.kind == LLM_CALL and not event.data.get("error"):
                 data = event.data

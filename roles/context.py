@@ -23,42 +23,33 @@ class RoleReactMode(str, Enum):
 
 
 class MessageQueue:
-    """A role's inbox.
+    """A role's inbox, read at the start of its turn.
 
-    While the environment runs a round the inbox is *sealed*: messages published
-    during the round are held back and become readable at the next round, so what a
-    role sees never depends on which role the scheduler happened to run first.
+    The environment delivers a round's messages when the round ends (see
+    :meth:`environment.Environment.publish_message`), so a message published during a
+    round is read at the next one, whichever role the scheduler happened to run first.
     """
 
     def __init__(self) -> None:
         self._queue: deque[Message] = deque()
-        self._held: deque[Message] = deque()
-        self._sealed = False
 
     def push(self, message: Message) -> None:
-        (self._held if self._sealed else self._queue).append(message)
+        self._queue.append(message)
 
     def pop_all(self) -> list[Message]:
         items = list(self._queue)
         self._queue.clear()
         return items
 
-    def seal(self) -> None:
-        """Hold back messages pushed from now on (the start of a round)."""
-        self._sealed = True
-
-    def unseal(self) -> None:
-        """Release held messages for the next round."""
-        self._sealed = False
-        if self._held:
-            self._queue.extend(self._held)
-            self._held.clear()
+    def requeue(self, messages: list[Message]) -> None:
+        """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
+        self._queue.extendleft(reversed(messages))
 
     def empty(self) -> bool:
-        return not self._queue and not self._held
+        return not self._queue
 
     def __len__(self) -> int:
-        return len(self._queue) + len(self._held)
+        return len(self._queue)
 
 
 class RoleContext(BaseModel):

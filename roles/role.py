@@ -424,15 +424,24 @@ class Role(BaseModel):
                 rsp = await self.react()
             except RolecastError as exc:
                 logger.error("{}: {}", self._setting, exc)
+                self._requeue_news()
                 raise
             except Exception as exc:  # raised outside an action: in _observe/_think overrides
                 logger.error("{}: {}: {}", self._setting, type(exc).__name__, exc)
+                self._requeue_news()
                 raise ActionFailed(self.name, "_think", exc) from exc
             finally:
                 self.rc.news = []
         self.set_todo(None)
         self.publish_message(rsp)
         return rsp
+
+    def _requeue_news(self) -> None:
+        """A failed turn loses nothing: the news it was reacting to is read again at the next turn."""
+        news = self.rc.news
+        for message in news:
+            self.rc.memory.delete(message)
+        self.rc.msg_buffer.requeue(news)
 
     def __str__(self) -> str:
         return self._setting
