@@ -32,7 +32,6 @@ from rolecast.errors import (
 
 from .action import Action
 
-
 # failures of the model server, not of the model's answer: they surface as ActionFailed
 # (role, action, the LLM error as cause); format errors and control flow keep their type
 _TRANSPORT = (LLMConnectionError, LLMTimeoutError, LLMRateLimitError, LLMAPIError)
@@ -90,6 +89,9 @@ async def perform(
 ) -> Message:
     """Run ``action`` for ``owner`` on ``history`` (or call ``invoke()`` instead, e.g. a role's
     ``_act`` override); returns the result as a Message that is in the owner's memory."""
+    log = action.context.run_log
+    if log is not None:  # a passing event for live readers (the console): who works on what
+        log.notify("thinking", {"action": action.name}, role=owner.name)
     try:
         result = await (invoke() if invoke is not None else action.run(list(history)))
     except _TRANSPORT as exc:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
+from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
@@ -194,11 +195,27 @@ class Team(BaseModel):
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
+    async def run(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> list[Message]:
         """Run up to ``n_round`` rounds, stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).
+        ``console=True`` shows the run live in the terminal (plain text when stdout is
+        not a terminal; see :mod:`rolecast.console`); off by default for library use.
         """
+        view = open_console(console)
+        if view is None:
+            return await self._run(n_round, idea, send_to)
+        self.run_log.subscribe(view)
+        streaming, self.context.stream_tokens = self.context.stream_tokens, view.rich
+        try:
+            return await self._run(n_round, idea, send_to)
+        finally:
+            self.context.stream_tokens = streaming
+            view.close()  # the summary, also when the run failed; a closed console ignores later events
+
+    async def _run(self, n_round: int, idea: str, send_to: str) -> list[Message]:
         log = self.run_log
         if self._rounds == 0:
             log.start(self._describe(n_round, idea))
@@ -254,10 +271,12 @@ class Team(BaseModel):
         return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
                 "investment": self.investment, "n_round": n_round}
 
-    def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
+    def run_sync(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> list[Message]:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to))
+            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
         raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")

@@ -10,7 +10,6 @@ environment — never in this process. ``--scripted`` uses a canned model.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 
 from loguru import logger
@@ -19,6 +18,7 @@ from actions import Action
 from actions.tools.sandbox import run_python
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 
@@ -92,4 +92,4 @@ if __name__ == "__main__":
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     args = parser.parse_args()
     enable_logging("INFO")
-    asyncio.run(main(args.instruction, args.scripted))
+    run_script(main(args.instruction, args.scripted))

@@ -29,6 +29,7 @@ from actions.plan_and_act import PlanRunner, Review, Task
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import Call, FunctionLLM
@@ -219,4 +220,4 @@ if __name__ == "__main__":
     parser.add_argument("--human-review", action="store_true", help="review each task's result yourself")
     args = parser.parse_args()
     enable_logging("INFO")
-    asyncio.run(main(args.goal, args.scripted, args.checkpoint, args.human_review))
+    run_script(main(args.goal, args.scripted, args.checkpoint, args.human_review))

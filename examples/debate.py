@@ -9,13 +9,13 @@ uses a canned model.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 
@@ -101,4 +101,4 @@ if __name__ == "__main__":
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     args = parser.parse_args()
     enable_logging("INFO")
-    asyncio.run(main(args.topic, args.investment, args.n_round, args.scripted))
+    run_script(main(args.topic, args.investment, args.n_round, args.scripted))

@@ -16,11 +16,11 @@ poorly) the run is bounded by ``max_iterations`` and ends cleanly either way.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Annotated
 
 from actions import AgentResult, Plugin, kernel_function
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
@@ -139,4 +139,4 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     enable_logging("INFO")
-    asyncio.run(main(args.question, args.scripted))
+    run_script(main(args.question, args.scripted))

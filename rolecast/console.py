@@ -15,11 +15,15 @@ file, CI) it writes plain lines without colours or redraws, and no streamed toke
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
+from .errors import RolecastError
 from .store import (
     LLM_CALL,
     MESSAGE,
@@ -35,6 +39,7 @@ from .store import (
 THINKING = "thinking"  # passing event: a role starts an action ({"action": name})
 LLM_TOKEN = "llm_token"  # passing event: a chunk of streamed model text ({"text": chunk})
 _ALL = "<all>"
+T = TypeVar("T")
 
 
 @dataclass
@@ -152,7 +157,10 @@ class RunConsole:
     def _on_thinking(self, event: RunEvent) -> None:
         stats = self.stats(event.role)
         action = str(event.data.get("action") or "")
-        stats.state = f"thinking on {action}" if action else "thinking"
+        state = f"thinking on {action}" if action else "thinking"
+        if state == stats.state:  # a role's _act override running the same action: said once
+            return
+        stats.state = state
         stats.streamed = ""
         if not self.rich:
             self._line(f"… {stats.label} is thinking on {action or '?'}")
@@ -245,7 +253,8 @@ class RunConsole:
         ]
         total_cost = self.total_cost if self.total_cost is not None else sum(r[5] for r in rows)
         totals = ("total", *(sum(int(r[i]) for r in rows) for i in range(1, 5)), total_cost)
-        footer = f"stopped: {self.stop_reason or 'unfinished'} after {self.rounds} round(s) · run id {self.run_id or '-'}"
+        reason = self.stop_reason or "unfinished"
+        footer = f"stopped: {reason} after {self.rounds} round(s) · run id {self.run_id or '-'}"
         headers = ("role", "messages", "calls", "prompt tok", "completion tok", "cost")
         if self.rich:
             from rich.table import Table
@@ -315,4 +324,24 @@ def open_console(console: bool | RunConsole | None) -> RunConsole | None:
     return RunConsole() if console else None
 
 
-__all__ = ["LLM_TOKEN", "THINKING", "RoleStats", "RunConsole", "open_console"]
+def run_script(main: Coroutine[Any, Any, T]) -> T:
+    """For scripts and examples: ``asyncio.run(main)``, ending a failure with one line, not a traceback.
+
+    A :class:`~rolecast.errors.RolecastError` prints ``error: <Type>: <message>`` (and
+    its notes, such as where a failed run was saved) on stderr and exits with status 1;
+    Ctrl-C exits with 130. Set ``ROLECAST_TRACEBACK=1`` to get the full traceback.
+    """
+    try:
+        return asyncio.run(main)
+    except RolecastError as exc:
+        if os.environ.get("ROLECAST_TRACEBACK"):
+            raise
+        lines = [f"error: {type(exc).__name__}: {exc}", *getattr(exc, "__notes__", [])]
+        print("\n".join(lines), file=sys.stderr)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+__all__ = ["LLM_TOKEN", "THINKING", "RoleStats", "RunConsole", "open_console", "run_script"]

@@ -47,6 +47,9 @@ class Context:
         self._warned_missing: set[str] = set()
         #: the write-ahead log of the team run this context belongs to (set by the team)
         self.run_log: RunLog | None = None
+        #: a reader (the live console) shows the model's tokens as they come: the LLM seam
+        #: then streams plain-text calls and passes each chunk on as an ``llm_token`` event
+        self.stream_tokens = False
 
     @property
     def config(self) -> Config:

@@ -227,15 +227,35 @@ class BaseLLM(ABC):
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
         self._check_budget(messages)
-        completion = await self._complete(
-            messages,
-            stop=list(stop) if stop else None,
-            settings=self.settings.merged(settings),
-            structured=structured,
-            tools=tools,
-        )
+        stop_list = list(stop) if stop else None
+        merged = self.settings.merged(settings)
+        tokens = _token_sink() if structured is None and not tools and self._streams else None
+        if tokens is not None:  # a reader watches the tokens: stream the call, same answer
+            completion = await self._complete_streaming(messages, stop_list, merged, tokens)
+        else:
+            completion = await self._complete(
+                messages, stop=stop_list, settings=merged, structured=structured, tools=tools
+            )
         self._record(messages, completion.usage, completion.text)
         return completion
+
+    @property
+    def _streams(self) -> bool:
+        """Whether this provider really streams (overrides ``_stream``)."""
+        return type(self)._stream is not BaseLLM._stream
+
+    async def _complete_streaming(
+        self, messages: Messages, stop: list[str] | None, settings: LLMSettings, sink: Callable[[str], None]
+    ) -> Completion:
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self._stream(messages, stop=stop, settings=settings):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            elif chunk:
+                parts.append(chunk)
+                sink(chunk)
+        return Completion(text=truncate_at_stop("".join(parts), stop), usage=usage, model=self.model)
 
     async def ask(
         self,
@@ -260,6 +280,7 @@ class BaseLLM(ABC):
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
         self._check_budget(messages)
+        sink = _token_sink()
         parts: list[str] = []
         usage = Usage()
         async for chunk in self._stream(
@@ -269,6 +290,8 @@ class BaseLLM(ABC):
                 usage = chunk
             elif chunk:
                 parts.append(chunk)
+                if sink is not None:
+                    sink(chunk)
                 yield chunk
         self._record(messages, usage, "".join(parts))
 
@@ -347,6 +370,22 @@ class BaseLLM(ABC):
         raise OutputParseError(
             f"no valid {output_type.__name__} after {retries + 1} attempts: {error}", raw=raw
         )
+
+
+def _token_sink() -> Callable[[str], None] | None:
+    """Where streamed chunks go when a reader of the running team watches tokens (else None)."""
+    from ..context import current_scope
+
+    scope = current_scope()
+    log = scope.context.run_log
+    if log is None or not scope.context.stream_tokens:
+        return None
+    role = scope.role or ""
+
+    def sink(text: str) -> None:
+        log.notify("llm_token", {"text": text}, role=role)
+
+    return sink
 
 
 def _load_object(text: str) -> Any:
