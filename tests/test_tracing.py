@@ -6,18 +6,18 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import StatusCode  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
-from actions import Action, calculator  # noqa: E402
-from environment import Team  # noqa: E402
-from rolecast.llm.base import Completion, ToolCall  # noqa: E402
-from rolecast.store import LLM_CALL  # noqa: E402
-from rolecast.testing import ScriptedLLM  # noqa: E402
-from rolecast.tracing import instrument  # noqa: E402
-from roles import Role, ToolAgent  # noqa: E402
+from actions import Action, calculator
+from environment import Team
+from rolecast.llm.base import Completion, ToolCall
+from rolecast.store import LLM_CALL
+from rolecast.testing import ScriptedLLM
+from rolecast.tracing import instrument
+from roles import Role, ToolAgent
 
 
 @pytest.fixture
