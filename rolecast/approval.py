@@ -107,8 +107,8 @@ class Approval:
 
     @classmethod
     def stdin(
-        cls, *, kinds: set[str] | frozenset[str] = frozenset({"tool"}), when: Callable[[Invocation], bool] | None = None,
-        input: TextIO | None = None, output: TextIO | None = None,
+        cls, *, kinds: set[str] | frozenset[str] = frozenset({"tool"}),
+        when: Callable[[Invocation], bool] | None = None, input: TextIO | None = None, output: TextIO | None = None,
     ) -> Approval:
         """An approval that asks at the terminal: ``[a]pprove, [e]dit, [r]eject``.
 

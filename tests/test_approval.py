@@ -104,6 +104,6 @@ async def test_the_terminal_approver_reads_approve_edit_reject():
 
 
 async def test_the_terminal_approver_fails_cleanly_at_end_of_input():
-    agent, llm = calc_agent(Approval.stdin(input=io.StringIO(""), output=io.StringIO()))
+    agent, _ = calc_agent(Approval.stdin(input=io.StringIO(""), output=io.StringIO()))
     with pytest.raises(InvocationCancelled, match="end of input"):
         await agent.run("6*7?")

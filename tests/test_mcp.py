@@ -42,7 +42,7 @@ async def test_the_server_tools_become_kernel_functions_with_the_server_schema()
             await add.invoke({"a": 1})
         assert await add.invoke('{"a": "2", "b": 3}') == "5"
         assert await plugin["shout"].invoke({"text": "hi", "times": 2}) == "HI HI"
-        with pytest.raises(ToolError, match="demo_server.fail failed: .*disk full"):
+        with pytest.raises(ToolError, match=r"demo_server\.fail failed: .*disk full"):
             await plugin["fail"].invoke({"reason": "disk full"})
         # listed in the manual a ReAct loop shows the model
         manual = render_qwen([add])
@@ -86,17 +86,24 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 20) -> No
     raise TimeoutError("the MCP server did not listen")
 
 
-async def test_streamable_http_server_on_localhost():
+@pytest.fixture
+def http_server():
+    """The demo server on streamable HTTP at 127.0.0.1:<free port>, stopped after the test."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_port(port, proc)
-        async with MCPServer.http(f"http://127.0.0.1:{port}/mcp", name="demo") as server:
-            assert await server.plugin()["add"].invoke({"a": 1, "b": 2}) == "3"
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_streamable_http_server_on_localhost(http_server):
+    async with MCPServer.http(http_server, name="demo") as server:
+        assert server.name == "demo"
+        assert await server.plugin()["add"].invoke({"a": 1, "b": 2}) == "3"
 
 
 async def test_a_server_that_cannot_start_is_a_tool_error():
