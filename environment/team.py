@@ -207,6 +207,8 @@ class Team(BaseModel):
         view = open_console(console)
         if view is None:
             return await self._run(n_round, idea, send_to)
+        if view.costs is None:
+            view.costs = self.cost_manager
         self.run_log.subscribe(view)
         streaming, self.context.stream_tokens = self.context.stream_tokens, view.rich
         try:

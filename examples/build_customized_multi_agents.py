@@ -192,7 +192,7 @@ async def main(
         print("\n=== conversation ===")
         for msg in history:
             print(f"--- {msg.sent_from or msg.role} ({msg.cause_by.rsplit('.', 1)[-1]})\n{msg.content}\n")
-    print("=== cost ===\n" + team.cost_manager.summary())
+        print("=== cost ===\n" + team.cost_manager.summary())
     return history
 
 

@@ -23,6 +23,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
+from .cost import CostManager
 from .errors import RolecastError
 from .store import (
     LLM_CALL,
@@ -86,16 +87,22 @@ class RunConsole:
     ``file`` defaults to ``sys.stdout``; ``rich`` forces (``True``) or refuses (``False``)
     the terminal view, and by default follows ``file.isatty()``. ``max_lines`` bounds
     how much of each message is shown. Call :meth:`close` if a run ends without a
-    ``run_stopped`` event (``Team.run`` does).
+    ``run_stopped`` event (``Team.run`` does). ``costs`` (a
+    :class:`~rolecast.cost.CostManager`) is where the per-role figures come from when given;
+    otherwise they are counted from the ``llm_call`` events.
     """
 
     def __init__(
-        self, file: TextIO | None = None, *, rich: bool | None = None, max_lines: int = 12, width: int | None = None
+        self, file: TextIO | None = None, *, rich: bool | None = None, max_lines: int = 12, width: int | None = None,
+        costs: CostManager | None = None,
     ):
         self.file = file if file is not None else sys.stdout
         is_tty = bool(getattr(self.file, "isatty", lambda: False)())
         self.rich = is_tty if rich is None else rich
         self.max_lines = max_lines
+        #: the team's cost manager, when known (``Team.run`` sets it): the figures per role come
+        #: from it, so calls that logged no event (a provider outside the seam's log) still count
+        self.costs = costs
         self.roles: dict[str, RoleStats] = {}
         self.run_id = ""
         self.rounds = 0
@@ -234,6 +241,15 @@ class RunConsole:
         RUN_STOPPED: _on_run_stopped,
     }
 
+    def figures(self, stats: RoleStats) -> tuple[int, int, int, float]:
+        """(calls, prompt tokens, completion tokens, cost) of a role so far."""
+        if self.costs is not None:
+            totals = self.costs.by_role.get(stats.name)
+            if totals is None:
+                return 0, 0, 0, 0.0
+            return totals.calls, totals.prompt_tokens, totals.completion_tokens, totals.cost
+        return stats.calls, stats.prompt_tokens, stats.completion_tokens, stats.cost
+
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
         """Stop the live panel and print the summary (once)."""
@@ -247,10 +263,7 @@ class RunConsole:
             self._summary()
 
     def _summary(self) -> None:
-        rows = [
-            (s.label, s.messages, s.calls, s.prompt_tokens, s.completion_tokens, s.cost)
-            for s in self.roles.values()
-        ]
+        rows = [(s.label, s.messages, *self.figures(s)) for s in self.roles.values()]
         total_cost = self.total_cost if self.total_cost is not None else sum(r[5] for r in rows)
         totals = ("total", *(sum(int(r[i]) for r in rows) for i in range(1, 5)), total_cost)
         reason = self.stop_reason or "unfinished"
@@ -286,11 +299,11 @@ class RunConsole:
             table.add_column(no_wrap=True)
         table.add_column(overflow="ellipsis", no_wrap=True, ratio=1)
         for s in self.roles.values():
-            tail = s.streamed.replace("\n", " ⏎ ")[-70:]
+            calls, prompt, completion, cost = self.figures(s)
             table.add_row(
                 Text(s.label, style="bold"), Text(s.state, style="magenta"),
-                f"{s.calls} calls", f"{s.prompt_tokens + s.completion_tokens} tok · ${s.cost:.4f}",
-                Text(tail, style="dim"),
+                f"{calls} calls", f"{prompt + completion} tok · ${cost:.4f}",
+                Text(s.streamed.replace("\n", " ⏎ ")[-70:], style="dim"),
             )
         return table
 

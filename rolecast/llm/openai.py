@@ -68,15 +68,15 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
-def _map_error(exc: Exception, attempts: int) -> LLMError:
-    """The rolecast error for an SDK exception (the caller chains it with ``from``)."""
+def _map_error(exc: Exception, attempts: int, url: str = "") -> LLMError:
+    """The rolecast error for an SDK exception (the caller chains it with ``from``); ``url`` is the server's."""
     import openai
 
     tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
     if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeoutError(f"the model server did not answer in time{tries}")
+        return LLMTimeoutError(f"the model server {url} did not answer in time{tries}".replace("  ", " "))
     if isinstance(exc, openai.APIConnectionError):
-        return LLMConnectionError(f"could not reach the model server{tries}: {exc}")
+        return LLMConnectionError(f"could not reach the model server {url}{tries}: {exc}".replace("  ", " "))
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429:
             return LLMRateLimitError(f"rate limited (HTTP 429){tries}: {exc.message}")
@@ -173,6 +173,11 @@ class OpenAILLM(BaseLLM):
         params.update(kwargs)
         return cls(**params)
 
+    @property
+    def server_url(self) -> str:
+        """Where the calls go: ``base_url``, else the OpenAI API's address."""
+        return self.base_url or "https://api.openai.com/v1"
+
     # ------------------------------------------------------------------ plumbing
     def _get_client(self) -> Any:
         """The SDK client for the running loop (a pooled connection must not cross loops)."""
@@ -256,7 +261,7 @@ class OpenAILLM(BaseLLM):
                     attempts += 1
                     return await client.chat.completions.create(**params)
         except openai.OpenAIError as exc:
-            raise _map_error(exc, attempts) from exc
+            raise _map_error(exc, attempts, self.server_url) from exc
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
     async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
@@ -367,7 +372,7 @@ class OpenAILLM(BaseLLM):
                         yield choice.delta.content
         except openai.OpenAIError as exc:
             # mid-stream failures are not retried: part of the answer is already out
-            raise _map_error(exc, 1) from exc
+            raise _map_error(exc, 1, self.server_url) from exc
         finally:
             await stream.close()
         if usage is not None:
