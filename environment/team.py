@@ -23,7 +23,9 @@ from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
+    RUN_STARTED,
     RUN_STOPPED,
+    RunEvent,
     SQLiteRunStore,
     default_store,
     open_store,
@@ -65,6 +67,7 @@ class Team(BaseModel):
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
+    _logged_start: bool = PrivateAttr(default=False)
 
     env: Environment
     investment: float = 10.0
@@ -176,6 +179,7 @@ class Team(BaseModel):
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
         self.idea = idea
+        self._started(idea=idea)
         self.env.publish_message(
             Message(
                 content=idea,
@@ -209,18 +213,20 @@ class Team(BaseModel):
             return await self._run(n_round, idea, send_to)
         if view.costs is None:
             view.costs = self.cost_manager
-        self.run_log.subscribe(view)
-        streaming, self.context.stream_tokens = self.context.stream_tokens, view.rich
+        log = self.run_log
+        log.subscribe(view)
+        if self._logged_start:  # run_project() started the log already: tell the late reader how
+            view(RunEvent(log.run_id, RUN_STARTED, {**self._describe(n_round, idea or self.idea),
+                                                    "resumed": not log.is_new}))
+        streaming, log.stream_tokens = log.stream_tokens, view.rich  # a terminal view shows tokens as they come
         try:
             return await self._run(n_round, idea, send_to)
         finally:
-            self.context.stream_tokens = streaming
+            log.stream_tokens = streaming
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> list[Message]:
-        log = self.run_log
-        if self._rounds == 0:
-            log.start(self._describe(n_round, idea))
+        log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
         reason = "n_round"
@@ -251,8 +257,20 @@ class Team(BaseModel):
                                    "calls": cm.total.calls}, force=True)
         return self.env.history.get()
 
+    def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
+        """The run log, with the run's start written (once)."""
+        log = self.run_log
+        if not self._logged_start:
+            self._logged_start = True
+            log.start(self._describe(n_round, idea))
+        return log
+
     def _save_on_failure(self, exc: Exception) -> None:
-        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where."""
+        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
+
+        Beside the run store (a run with no store keeps nothing on disk)."""
+        if not isinstance(self.run_log.store, SQLiteRunStore):
+            return
         try:
             path = self.serialize()
         except Exception as save_error:  # never hide the run's own error behind the save's
@@ -264,7 +282,7 @@ class Team(BaseModel):
             exc.add_note(note)
         exc.checkpoint = path.parent  # type: ignore[attr-defined]
 
-    def _describe(self, n_round: int, idea: str) -> dict[str, Any]:
+    def _describe(self, n_round: int | None, idea: str) -> dict[str, Any]:
         roles = [
             {"name": r.name, "profile": r.profile, "class": f"{type(r).__module__}.{type(r).__qualname__}",
              "actions": [a.name for a in r.actions]}

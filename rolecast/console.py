@@ -179,7 +179,7 @@ class RunConsole:
     def _on_llm_call(self, event: RunEvent) -> None:
         stats = self.stats(event.role)
         data = event.data
-        usage = data.get("usage") or {}
+        usage = data.get("usage") or (data.get("response") or {}).get("usage") or {}
         stats.calls += 1
         stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         stats.completion_tokens += int(usage.get("completion_tokens") or 0)

@@ -33,6 +33,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from .context import current_scope
+from .errors import ConfigError
 from .hooks import Hooks, Invocation
 from .store import (
     LLM_CALL,
@@ -76,8 +77,6 @@ class RunTracer:
         try:
             from opentelemetry import trace
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            from .errors import ConfigError
-
             raise ConfigError('tracing needs OpenTelemetry: pip install "rolecast[otel]"') from exc
         self._trace = trace
         self.tracer = tracer or trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider)
@@ -136,14 +135,16 @@ class RunTracer:
 
     def _on_llm_call(self, event: RunEvent) -> None:
         data = event.data
-        usage = data.get("usage") or {}
+        response = data.get("response") or {}
+        usage = data.get("usage") or response.get("usage") or {}
         latency = float(data.get("latency") or 0.0)
         model = str(data.get("model") or "")
         parent = self._innermost(event.role)
         span = self._start(
             f"chat {model}".strip(), parent, event.ts - latency,
             gen_ai__operation__name="chat", gen_ai__request__model=model,
-            gen_ai__response__model=(data.get("response") or {}).get("model") or model,
+            gen_ai__response__model=response.get("model") or model,
+            gen_ai__response__finish_reasons=[str(finish)] if (finish := response.get("finish_reason")) else None,
             gen_ai__usage__input_tokens=int(usage.get("prompt_tokens") or 0),
             gen_ai__usage__output_tokens=int(usage.get("completion_tokens") or 0),
             rolecast__cost=float(data.get("cost") or 0.0), rolecast__latency=latency,
