@@ -236,9 +236,8 @@ class RunTracer:
     def _end_turn(self, role: str, ts: float) -> None:
         for span in reversed(self._stacks.pop(role, [])):  # an action that raised never reached on_invoked
             span.end(end_time=_ns(ts))
-        span = self._turns.pop(role, None)
-        if span is not None:
-            span.end(end_time=_ns(ts))
+        if role in self._turns:
+            self._turns.pop(role).end(end_time=_ns(ts))
 
     def _end_round(self, ts: float) -> None:
         for role in list(self._turns):
