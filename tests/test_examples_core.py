@@ -71,3 +71,25 @@ def test_customized_agent_example_runs_the_code_in_the_sandbox():
 def test_cli_info_names_the_provider(command):
     out = run_example("-m", "rolecast.cli", *command)
     assert "provider" in out
+
+
+def test_cli_version_and_the_model_info_would_run(tmp_path):
+    import rolecast
+
+    assert run_example("-m", "rolecast.cli", "--version").strip() == f"rolecast {rolecast.__version__}"
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"GGUF" + b"\0" * 2048)
+    out = support.run_example("-m", "rolecast.cli", "info", env={"ROLECAST_MODEL_PATH": str(fake)})
+    assert out.returncode == 0, out.stderr
+    assert "model              : model" in out.stdout
+    assert f"model file         : {fake} (0.0 MiB)" in out.stdout
+
+
+@pytest.mark.parametrize(("content", "why"), [(None, "does not exist"), (b"not a model", "is not a GGUF model file")])
+def test_cli_info_fails_on_a_missing_or_broken_gguf(tmp_path, content, why):
+    path = tmp_path / "broken.gguf"
+    if content is not None:
+        path.write_bytes(content)
+    out = support.run_example("-m", "rolecast.cli", "info", env={"ROLECAST_MODEL_PATH": str(path)})
+    assert out.returncode == 2
+    assert "rolecast: ConfigError: " in out.stderr and why in out.stderr and str(path) in out.stderr
