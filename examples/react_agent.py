@@ -122,5 +122,7 @@ if __name__ == "__main__":
         "--style", choices=["langchain", "qwen"], default="langchain", help="the ReAct prompt"
     )
     args = parser.parse_args()
+    if args.scripted and args.question != QUESTION:
+        parser.error(f"--scripted replays a recorded run about {QUESTION!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
     run_script(main(args.question, args.scripted, args.style))

@@ -134,5 +134,7 @@ if __name__ == "__main__":
     parser.add_argument("goal", nargs="?", default=GOAL)
     parser.add_argument("--scripted", action="store_true", help="replay a good run with a canned model")
     args = parser.parse_args()
+    if args.scripted and args.goal != GOAL:
+        parser.error(f"--scripted replays a recorded run about {GOAL!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
     run_script(main(args.goal, args.scripted))

@@ -138,5 +138,7 @@ if __name__ == "__main__":
         "--scripted", action="store_true", help="replay the article's run with a canned model"
     )
     args = parser.parse_args()
+    if args.scripted and args.question != ASK:
+        parser.error(f"--scripted replays a recorded run about {ASK!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
     run_script(main(args.question, args.scripted))

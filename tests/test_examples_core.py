@@ -93,3 +93,14 @@ def test_cli_info_fails_on_a_missing_or_broken_gguf(tmp_path, content, why):
     out = support.run_example("-m", "rolecast.cli", "info", env={"ROLECAST_MODEL_PATH": str(path)})
     assert out.returncode == 2
     assert "rolecast: ConfigError: " in out.stderr and why in out.stderr and str(path) in out.stderr
+
+
+@pytest.mark.parametrize("example", ["react_agent.py", "stepwise_math.py", "sequential_planner.py", "data_plan.py"])
+def test_a_replaying_example_refuses_another_question_instead_of_ignoring_it(example):
+    out = support.run_example(f"examples/{example}", "--scripted", "What is 2 + 2?")
+    assert out.returncode == 2 and "--scripted replays a recorded run about" in out.stderr
+
+
+def test_the_customized_agent_writes_code_about_the_instruction():
+    out = run_example("examples/build_customized_agent.py", "--scripted", "compute 10 factorial")
+    assert out.rstrip().endswith("--- RunnableCoder (SimpleRunCode)\n3628800")
