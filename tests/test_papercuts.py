@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from support import ROOT
 
 from actions import Action, parse_code
 from actions.perform import perform
@@ -13,7 +14,6 @@ from environment import Team
 from rolecast.errors import ActionFailed, LLMConnectionError, ScriptExhausted, UsageError
 from rolecast.testing import ScriptedLLM, ordinal
 from roles import Role
-from support import ROOT
 
 
 def test_enable_logging_works_whatever_the_import_order():
