@@ -6,10 +6,12 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
+    │   ├── VectorIndexError        a vector or record does not fit a vector index (dimension, id, file)
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   └── NestedEventLoopError    a sync helper was called inside a running loop
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
+    │   ├── WorkerLost              a runtime worker died and could not be brought back
     │   ├── ActionFailed            an action (or a role's override) raised
     │   ├── PlanError               no valid plan after the allowed re-asks / re-plans
     │   ├── ToolError               a tool could not be found or called
@@ -43,6 +45,13 @@ from typing import Any
 class RolecastError(Exception):
     """Root of every error rolecast raises on purpose."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take keyword-only or extra constructor arguments, which plain exception
+        # pickling cannot rebuild; errors must cross process boundaries (Ray workers), so
+        # rebuild from the message and the attributes instead of calling __init__.
+        state = {k: v for k, v in self.__dict__.items() if k != "__traceback__"}
+        return (_rebuild_error, (type(self), self.args, state))
+
 
 # ---------------------------------------------------------------- usage errors
 class UsageError(RolecastError):
@@ -51,6 +60,11 @@ class UsageError(RolecastError):
 
 class ConfigError(UsageError):
     """A model, key or setting the run needs is missing or invalid."""
+
+
+class VectorIndexError(UsageError):
+    """A vector or record does not fit a vector index: another dimension than the index holds,
+    an empty or non-finite vector, a bad id or filter, or an index file of another layout."""
 
 
 class ScriptExhausted(UsageError):
@@ -79,6 +93,17 @@ class BudgetExceeded(RunError):
         self.model = model
         who = f" (role {role!r}, model {model!r})" if role or model else ""
         super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{who}")
+
+
+class WorkerLost(RunError):
+    """A worker of a distributed runtime died and was not brought back (restarts exhausted)."""
+
+    def __init__(self, worker: str, roles: list[str] | None = None, cause: BaseException | None = None):
+        self.worker = worker
+        self.roles = list(roles or [])
+        self.cause = cause
+        shown = ", ".join(self.roles[:5]) + (f" and {len(self.roles) - 5} more" if len(self.roles) > 5 else "")
+        super().__init__(f"worker {worker} (roles {shown}) died and could not be restarted: {cause}")
 
 
 class ActionFailed(RunError):
@@ -119,6 +144,13 @@ class StoreError(RunError):
 class ReplayError(RunError):
     """A resumed or replayed run met a model call its log cannot answer."""
 
+    def __init__(self, message: str, *, role: str, action: str, asked: Any, run_id: str = ""):
+        self.role = role
+        self.action = action
+        self.asked = asked
+        self.run_id = run_id
+        super().__init__(f"run {run_id}: role {role!r} in action {action!r} {message}")
+
 
 class ReplayMismatch(ReplayError):
     """The run asked the model something else than the log recorded at this point (the script changed)."""
@@ -126,15 +158,11 @@ class ReplayMismatch(ReplayError):
     def __init__(
         self, *, role: str, action: str, recorded: Any, asked: Any, recorded_action: str = "", run_id: str = ""
     ):
-        self.role = role
-        self.action = action
         self.recorded = recorded
-        self.asked = asked
-        self.run_id = run_id
         super().__init__(
-            f"run {run_id}: role {role!r} in action {action!r} asked the model something the log does not hold; "
-            f"the log's next call of this role (action {recorded_action!r}) asked {_brief(recorded)}, "
-            f"now it asks {_brief(asked)}"
+            "asked the model something the log does not hold; the log's next call of this role "
+            f"(action {recorded_action!r}) asked {_brief(recorded)}, now it asks {_brief(asked)}",
+            role=role, action=action, asked=asked, run_id=run_id,
         )
 
 
@@ -142,13 +170,15 @@ class ReplayMissing(ReplayError):
     """A replayed run asked the model something the log never recorded."""
 
     def __init__(self, *, role: str, action: str, asked: Any, run_id: str = ""):
-        self.role = role
-        self.action = action
-        self.asked = asked
-        self.run_id = run_id
-        super().__init__(
-            f"run {run_id}: replay has no recorded answer for role {role!r} in action {action!r}: {_brief(asked)}"
-        )
+        super().__init__(f"has no recorded answer to replay for {_brief(asked)}",
+                         role=role, action=action, asked=asked, run_id=run_id)
+
+
+def _rebuild_error(cls: type[RolecastError], args: tuple[Any, ...], state: dict[str, Any]) -> RolecastError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 def _brief(request: Any, limit: int = 300) -> str:
@@ -249,4 +279,6 @@ __all__ = [
     "TemplateError",
     "ToolError",
     "UsageError",
+    "VectorIndexError",
+    "WorkerLost",
 ]

@@ -18,10 +18,12 @@ ARGS = {
     "InvocationCancelled": ("fn",),
     "ReplayMismatch": (),
     "ReplayMissing": (),
+    "ReplayError": ("has no answer",),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},
     "ReplayMissing": {"role": "r", "action": "a", "asked": {"last": "y"}},
+    "ReplayError": {"role": "r", "action": "a", "asked": {"last": "y"}},
 }
 
 
