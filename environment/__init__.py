@@ -1,10 +1,10 @@
 """The environment bus, teams and the command line."""
 
-from loguru import logger
+from rolecast import library_logging
 
 from .environment import Environment
 from .team import Team
 
-logger.disable("environment")
+library_logging("environment")
 
 __all__ = ["Environment", "Team"]

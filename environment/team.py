@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
+from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
@@ -22,7 +23,9 @@ from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
+    RUN_STARTED,
     RUN_STOPPED,
+    RunEvent,
     SQLiteRunStore,
     default_store,
     open_store,
@@ -102,6 +105,8 @@ class Team(BaseModel):
         run_id: str | None = None,
         **data: Any,
     ):
+        if on_error not in ("stop", "continue"):
+            raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
         if "env" not in data:
             ctx = context or Context(config=config, llm=llm, llms=llms)
             data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
@@ -223,11 +228,33 @@ class Team(BaseModel):
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
+    async def run(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> list[Message]:
         """Run up to ``n_round`` rounds, stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).
+        ``console=True`` shows the run live in the terminal (plain text when stdout is
+        not a terminal; see :mod:`rolecast.console`); off by default for library use.
         """
+        view = open_console(console)
+        if view is None:
+            return await self._run(n_round, idea, send_to)
+        if view.costs is None:
+            view.costs = self.cost_manager
+        log = self.run_log
+        log.subscribe(view)
+        if self._logged_start:  # run_project() started the log already: tell the late reader how
+            view(RunEvent(log.run_id, RUN_STARTED, {**self._describe(n_round, idea or self.idea),
+                                                    "resumed": not log.is_new}))
+        streaming, log.stream_tokens = log.stream_tokens, view.rich  # a terminal view shows tokens as they come
+        try:
+            return await self._run(n_round, idea, send_to)
+        finally:
+            log.stream_tokens = streaming
+            view.close()  # the summary, also when the run failed; a closed console ignores later events
+
+    async def _run(self, n_round: int, idea: str, send_to: str) -> list[Message]:
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -293,10 +320,12 @@ class Team(BaseModel):
         return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
                 "investment": self.investment, "n_round": n_round}
 
-    def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
+    def run_sync(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> list[Message]:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to))
+            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
         raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")

@@ -48,6 +48,12 @@ from .store import RunStore, open_store
 Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
 
 
+def ordinal(n: int) -> str:
+    """``1`` → ``"1st"``, ``2`` → ``"2nd"``, ``11`` → ``"11th"``, ``23`` → ``"23rd"``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 @dataclass
 class Call:
     """One recorded call to a test double."""
@@ -171,7 +177,7 @@ class ScriptedLLM(_DoubleBase):
             if self._next >= len(self._replies):
                 raise ScriptExhausted(
                     f"ScriptedLLM has {len(self._replies)} replies but was called a "
-                    f"{len(self.calls)}th time; last prompt: {call.prompt[-300:]!r}"
+                    f"{ordinal(len(self.calls))} time; last prompt: {call.prompt[-300:]!r}"
                 )
             reply = self._replies[self._next]
             self._next += 1

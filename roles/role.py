@@ -49,6 +49,7 @@ from rolecast.llm.base import BaseLLM
 from .context import RoleContext, RoleReactMode
 
 PREFIX_TEMPLATE = "You are a {profile}, named {name}, your goal is {goal}. "
+PREFIX_TEMPLATE_NO_GOAL = "You are a {profile}, named {name}. "
 CONSTRAINT_TEMPLATE = "the constraint is {constraints}. "
 
 STATE_TEMPLATE = """Here are your conversation records. You can decide which stage you should enter or stay in based on these records.
@@ -251,7 +252,8 @@ class Role(BaseModel):
         """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
         if self.desc:
             return self.desc
-        prefix = PREFIX_TEMPLATE.format(profile=self.profile, name=self.name, goal=self.goal)
+        template = PREFIX_TEMPLATE if self.goal.strip() else PREFIX_TEMPLATE_NO_GOAL
+        prefix = template.format(profile=self.profile, name=self.name, goal=self.goal.strip())
         if self.constraints:
             prefix += CONSTRAINT_TEMPLATE.format(constraints=self.constraints)
         env = self.rc.env

@@ -327,6 +327,25 @@ class BaseLLM(ABC):
             "embed", messages, lambda: self._embed(texts, purpose=purpose), result_type=Embeddings, purpose=purpose
         )
 
+    @property
+    def _streams(self) -> bool:
+        """Whether this provider really streams (overrides ``_stream``)."""
+        return type(self)._stream is not BaseLLM._stream
+
+    async def _complete_streaming(
+        self, messages: Messages, stop: list[str] | None, settings: LLMSettings, sink: Callable[[str], None]
+    ) -> Completion:
+        """One call made by streaming, each chunk passed to ``sink``: the same Completion as ``_complete``."""
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self._stream(messages, stop=stop, settings=settings):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            elif chunk:
+                parts.append(chunk)
+                sink(chunk)
+        return Completion(text=truncate_at_stop("".join(parts), stop), usage=usage, model=self.model)
+
     # --------------------------------------------------------------- public API
     async def embed(self, texts: Sequence[str], *, purpose: EmbedPurpose = "document") -> list[list[float]]:
         """One vector per text, in order: a metered call like any other (budget, usage, run log).
@@ -364,11 +383,14 @@ class BaseLLM(ABC):
         """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
+        # a reader watches the tokens (the live console): stream a plain-text call, same answer
+        sink = _token_sink() if structured is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         return await self._metered(
             "complete", messages,
-            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
+            lambda: self._complete_streaming(messages, stops, merged, sink) if sink is not None
+            else self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
             stop=stops, settings=merged.model_dump(exclude_none=True),
             schema=structured.schema if structured else None, tools=tools,
         )
@@ -395,6 +417,7 @@ class BaseLLM(ABC):
     ) -> AsyncIterator[str]:
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
+        sink = _token_sink()
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
@@ -408,6 +431,8 @@ class BaseLLM(ABC):
                 elif chunk:
                     parts.append(chunk)
                     chunks.put_nowait(chunk)
+                    if sink is not None:
+                        sink(chunk)
             return Completion(text="".join(parts), usage=usage, model=self.model)
 
         # the same metered path as every call; chunks are passed on as they come
@@ -536,6 +561,20 @@ class BaseLLM(ABC):
                 f"no valid {output_type.__name__} after {retries + 1} attempts: {exc.errors[-1]}",
                 raw=exc.raw, errors=exc.errors,
             ) from exc
+
+
+def _token_sink() -> Callable[[str], None] | None:
+    """Where streamed chunks go when a reader of the running team's log wants tokens (else None)."""
+    meter = current_meter()
+    log = meter.run_log
+    if log is None or not log.stream_tokens:
+        return None
+    role = meter.role or ""
+
+    def sink(text: str) -> None:
+        log.notify("llm_token", {"text": text}, role=role)
+
+    return sink
 
 
 def _load_object(text: str) -> Any:
