@@ -11,7 +11,7 @@ Where things live (one home for each concept):
 * :mod:`actions.semantic_kernel` — the Semantic Kernel port: kernel, prompt functions, planners.
 """
 
-from loguru import logger
+from rolecast import library_logging
 
 from .action import Action, UserRequirement
 from .action_node import ActionNode, ActionOutput
@@ -37,6 +37,7 @@ from .semantic_kernel import (
     PromptTemplate,
     SequentialPlanner,
 )
+from .structured import parse_code
 from .tools import (
     FunctionRegistry,
     KernelFunction,
@@ -55,7 +56,7 @@ from .tools import (
     tool_run_scope,
 )
 
-logger.disable("actions")
+library_logging("actions")
 
 __all__ = [
     "Action",
@@ -93,6 +94,7 @@ __all__ = [
     "calculator",
     "calculator_tool",
     "kernel_function",
+    "parse_code",
     "python_tool",
     "render_langchain",
     "render_qwen",

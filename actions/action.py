@@ -88,6 +88,19 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _awaitable(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A synchronous ``run`` as a coroutine method (its result awaited if it returned an awaitable)."""
+
+    @functools.wraps(run)
+    async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
+        result = run(self, *args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return wrapper
+
+
 class Action(BaseModel):
     """A unit of work. Subclass it and override :meth:`run`::
 
@@ -187,8 +200,16 @@ class Action(BaseModel):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         run = cls.__dict__.get("run")
-        if run is not None and inspect.iscoroutinefunction(run) and not hasattr(run, "__rolecast_hooked__"):
-            cls.run = _hooked(run)  # type: ignore[method-assign]
+        if run is None or hasattr(run, "__rolecast_hooked__"):
+            return
+        if inspect.isasyncgenfunction(run) or not callable(run) or isinstance(run, (staticmethod, classmethod)):
+            raise UsageError(
+                f"{cls.__name__}.run must be a method, `async def run(self, ...)` (or a plain `def run`); "
+                "it may not be an async generator, a staticmethod or a classmethod"
+            )
+        if not inspect.iscoroutinefunction(run):
+            run = _awaitable(run)  # a plain `def run` is accepted: it runs in the event loop as is
+        cls.run = _hooked(run)  # type: ignore[method-assign]
 
     # ----------------------------------------------------------------- wiring
     @property

@@ -5,8 +5,9 @@ Every action a role runs — a react or by_order step (``Role._act``), a task of
 :func:`perform`, which
 
 1. calls the action (or the role's ``_act`` override),
-2. types a failure: rolecast's own errors pass unchanged, anything else becomes
-   :class:`~rolecast.errors.ActionFailed` with the original as ``__cause__``,
+2. types a failure: a foreign exception, or the model server failing (connection,
+   timeout, rate limit, error status), becomes :class:`~rolecast.errors.ActionFailed`
+   with the original as ``__cause__``; rolecast's other errors pass unchanged,
 3. normalises the result to a :class:`~memory.Message` (:func:`to_message`), and
 4. remembers it in the owner's memory, once (memory never stores a message twice).
 """
@@ -20,10 +21,21 @@ from loguru import logger
 from pydantic import BaseModel
 
 from memory import Message, any_to_str
-from rolecast.errors import ActionFailed, RolecastError
+from rolecast.errors import (
+    ActionFailed,
+    LLMAPIError,
+    LLMConnectionError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+    RolecastError,
+)
 
 from .action import Action
 from .action_node import ActionNode, ActionOutput
+
+# failures of the model server, not of the model's answer: they surface as ActionFailed
+# (role, action, the LLM error as cause); format errors and control flow keep their type
+_TRANSPORT = (LLMConnectionError, LLMTimeoutError, LLMRateLimitError, LLMAPIError)
 
 
 class Performer(Protocol):
@@ -87,8 +99,15 @@ async def perform(
 ) -> Message:
     """Run ``action`` for ``owner`` on ``history`` (or call ``invoke()`` instead, e.g. a role's
     ``_act`` override); returns the result as a Message that is in the owner's memory."""
+    log = action.context.run_log
+    if log is not None:  # a passing event for live readers (the console): who works on what
+        log.notify("thinking", {"action": action.name}, role=owner.name)
     try:
         result = await (invoke() if invoke is not None else action.run(list(history)))
+    except _TRANSPORT as exc:
+        # the model could not be reached or answered: the action failed (the cause says why)
+        logger.error("{}: action {} failed: {}", owner.name, action.name, exc)
+        raise ActionFailed(owner.name, action.name, exc) from exc
     except RolecastError:
         raise
     except Exception as exc:

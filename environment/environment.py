@@ -19,6 +19,16 @@ from roles import Role
 from .runtime import Runtime
 
 
+class _BusState:
+    """What every publish reads: the round's outbox (None between rounds) and the run log."""
+
+    __slots__ = ("outbox", "run_log")
+
+    def __init__(self) -> None:
+        self.outbox: list[Message] | None = None
+        self.run_log: RunLog | None = None
+
+
 class Environment(BaseModel):
     """Holds roles and routes messages between them.
 
@@ -46,16 +56,16 @@ class Environment(BaseModel):
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
-    _outbox: list[Message] | None = PrivateAttr(default=None)  # a round's messages, delivered at its end
-    _run_log: RunLog | None = PrivateAttr(default=None)
+    #: the hot path's state (a plain field: pydantic private attributes are slow to read)
+    bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
     @property
     def run_log(self) -> RunLog | None:
         """The write-ahead log of the team run this environment belongs to (None: not logged)."""
-        return self._run_log
+        return self.bus.run_log
 
     def set_run_log(self, run_log: RunLog | None) -> None:
-        self._run_log = run_log
+        self.bus.run_log = run_log
 
     @model_validator(mode="after")
     def _wire_roles(self) -> Environment:
@@ -114,15 +124,16 @@ class Environment(BaseModel):
         delivered in a fixed order (the roles' order, then each role's order), so a run
         is reproducible however long each model call took.
         """
-        log = self._run_log
+        bus = self.bus
+        log = bus.run_log
         if log is not None:
             known = log.recorded_message(message.sent_from, message.content, message.cause_by)
             if known is not None:
                 message.id = known  # re-executing a recorded run: the message keeps its logged id
             else:
                 log.message(message.model_dump(mode="json"))
-        if self._outbox is not None:
-            self._outbox.append(message)
+        if bus.outbox is not None:
+            bus.outbox.append(message)
         else:
             self._deliver(message)
         return True
@@ -173,14 +184,15 @@ class Environment(BaseModel):
             active = [role for role in self.roles.values() if not role.is_idle]
             if not active:
                 return
-            log = self._run_log
+            log = self.bus.run_log
             if log is not None:
                 log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
-            self._outbox = []
+            self.bus.outbox = []
             try:
-                results = await asyncio.gather(*(self._turn(role) for role in active), return_exceptions=True)
+                turns = (self._turn(role, log) for role in active) if log is not None else (r.run() for r in active)
+                results = await asyncio.gather(*turns, return_exceptions=True)
             finally:
-                outbox, self._outbox = self._outbox, None
+                outbox, self.bus.outbox = self.bus.outbox or [], None
                 self._deliver_round(outbox)
             if log is not None:
                 log.emit(ROUND_FINISHED, {"messages": len(outbox)})
@@ -191,7 +203,7 @@ class Environment(BaseModel):
         for _ in range(k):
             if runtime.is_idle:
                 return
-            log = self._run_log
+            log = self.bus.run_log
             if log is not None:
                 log.emit(ROUND_STARTED, {"runtime": type(runtime).__name__})
             outcome = await runtime.run_round(self)
@@ -201,11 +213,9 @@ class Environment(BaseModel):
             active = [self.roles[name] for name in outcome.active]
             self._handle_failures(active, [outcome.failures.get(name) for name in outcome.active])
 
-    async def _turn(self, role: Role) -> Message | None:
+    @staticmethod
+    async def _turn(role: Role, log: RunLog) -> Message | None:
         """One role's turn, logged: started, then finished (with its message) or failed."""
-        log = self._run_log
-        if log is None:
-            return await role.run()
         log.emit(TURN_STARTED, role=role.name)
         try:
             rsp = await role.run()

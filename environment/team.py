@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
+from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
@@ -23,7 +24,9 @@ from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
+    RUN_STARTED,
     RUN_STOPPED,
+    RunEvent,
     SQLiteRunStore,
     default_store,
     open_store,
@@ -136,6 +139,8 @@ class Team(BaseModel):
         run_id: str | None = None,
         **data: Any,
     ):
+        if on_error not in ("stop", "continue"):
+            raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
         if "investment" in data:
             data["investment"] = _check_budget_value(data["investment"])
@@ -279,13 +284,35 @@ class Team(BaseModel):
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "") -> History:
+    async def run(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> History:
         """Run up to ``n_round`` rounds (at least one), stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).
+        ``console=True`` shows the run live in the terminal (plain text when stdout is
+        not a terminal; see :mod:`rolecast.console`); off by default for library use.
         """
         if isinstance(n_round, bool) or not isinstance(n_round, int) or n_round <= 0:
             raise UsageError(f"n_round is the number of rounds to run, a positive whole number; not {n_round!r}")
+        view = open_console(console)
+        if view is None:
+            return await self._run(n_round, idea, send_to)
+        if view.costs is None:
+            view.costs = self.cost_manager
+        log = self.run_log
+        log.subscribe(view)
+        if self._logged_start:  # run_project() started the log already: tell the late reader how
+            view(RunEvent(log.run_id, RUN_STARTED, {**self._describe(n_round, idea or self.idea),
+                                                    "resumed": not log.is_new}))
+        streaming, log.stream_tokens = log.stream_tokens, view.rich  # a terminal view shows tokens as they come
+        try:
+            return await self._run(n_round, idea, send_to)
+        finally:
+            log.stream_tokens = streaming
+            view.close()  # the summary, also when the run failed; a closed console ignores later events
+
+    async def _run(self, n_round: int, idea: str, send_to: str) -> History:
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -351,10 +378,12 @@ class Team(BaseModel):
         return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
                 "investment": self.investment, "n_round": n_round}
 
-    def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> History:
+    def run_sync(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> History:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to))
+            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
         raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")

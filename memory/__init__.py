@@ -5,7 +5,7 @@ Semantic memory (texts found again by meaning) is :class:`SemanticMemory` over a
 the relevant part of its history.
 """
 
-from loguru import logger
+from rolecast import library_logging
 
 from .longterm import LongTermMemory
 from .memory import Memory
@@ -22,7 +22,7 @@ from .semantic import MemoryRecord, SemanticMemory
 from .vector_sqlite import SQLiteVectorIndex
 from .vectors import Hit, IndexItem, InMemoryVectorIndex, VectorIndex
 
-logger.disable("memory")
+library_logging("memory")
 
 __all__ = [
     "MESSAGE_ROUTE_TO_ALL",

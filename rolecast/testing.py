@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .cost import estimate_tokens
 from .errors import ScriptExhausted, UsageError
@@ -33,6 +33,7 @@ from .llm.base import (
     EmbedPurpose,
     LLMSettings,
     Messages,
+    R,
     StructuredRequest,
     Usage,
     messages_text,
@@ -45,6 +46,12 @@ from .runlog import RunLog, current_action
 from .store import RunStore, open_store
 
 Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
+
+
+def ordinal(n: int) -> str:
+    """``1`` → ``"1st"``, ``2`` → ``"2nd"``, ``11`` → ``"11th"``, ``23`` → ``"23rd"``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 @dataclass
@@ -170,7 +177,7 @@ class ScriptedLLM(_DoubleBase):
             if self._next >= len(self._replies):
                 raise ScriptExhausted(
                     f"ScriptedLLM has {len(self._replies)} replies but was called a "
-                    f"{len(self.calls)}th time; last prompt: {call.prompt[-300:]!r}"
+                    f"{ordinal(len(self.calls))} time; last prompt: {call.prompt[-300:]!r}"
                 )
             reply = self._replies[self._next]
             self._next += 1
@@ -257,22 +264,20 @@ class ReplayLLM(BaseLLM):
         return cls(log)
 
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
-    ) -> Completion:
+        self,
+        kind: str,
+        messages: Messages,
+        call: Callable[[], Awaitable[R]],
+        *,
+        result_type: type[Completion] | type[Embeddings] | None = None,
+        **request: Any,
+    ) -> R:
+        """The recorded answer to this call (every call, chat or embeddings, comes here)."""
         fp, summary = describe_request(kind, messages, **request)
         recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
-        completion = Completion.from_json(recorded)
-        self._record(messages, completion.usage, completion.text)
-        return completion
-
-    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
-        messages: Messages = [{"role": "user", "content": t} for t in texts]
-        fp, summary = describe_request("embed", messages, purpose=purpose)
-        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
-        assert recorded is not None  # replay mode raises instead of returning None
-        result = Embeddings.from_json(recorded)
-        self._record(messages, result.usage, "")
+        result = cast(R, (result_type or Completion).from_json(recorded))
+        self._record(messages, result.usage, result.text)
         return result
 
     async def _complete(self, messages: Messages, **kwargs: Any) -> Completion:  # pragma: no cover

@@ -51,7 +51,7 @@ from rolecast.llm.human import HumanProvider
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
-from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE
+from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE
 from .sdk import MetaGPTSDK
 
 #: keywords the constructor takes besides the fields
@@ -272,7 +272,8 @@ class Role(MetaGPTSDK, BaseModel):
         """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
         if self.desc:
             return self.desc
-        prefix = PREFIX_TEMPLATE.format(profile=self.profile, name=self.name, goal=self.goal)
+        template = PREFIX_TEMPLATE if self.goal.strip() else PREFIX_TEMPLATE_NO_GOAL
+        prefix = template.format(profile=self.profile, name=self.name, goal=self.goal.strip())
         if self.constraints:
             prefix += CONSTRAINT_TEMPLATE.format(constraints=self.constraints)
         env = self.rc.env

@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from loguru import logger
 from pydantic import BaseModel, ValidationError
@@ -35,6 +35,7 @@ from .recording import describe_request
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+
 #: what a text is embedded for: models trained with two prompts (E5, nomic, Cohere, Voyage)
 #: embed a search query differently from the documents it searches; others embed both alike
 EmbedPurpose = Literal["document", "query"]
@@ -106,6 +107,11 @@ class Embeddings:
     vectors: list[list[float]]
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+
+    @property
+    def text(self) -> str:
+        """Embeddings generate no text (metering counts no output tokens)."""
+        return ""
 
     def to_json(self) -> dict[str, Any]:
         """These vectors as the run log keeps them (a resumed run reads them back, unpaid)."""
@@ -202,6 +208,10 @@ def choice_schema(n_options: int) -> dict[str, Any]:
     }
 
 
+#: what a metered call returns: a chat answer or embeddings
+R = TypeVar("R", Completion, Embeddings)
+
+
 class BaseLLM(ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
 
@@ -270,11 +280,20 @@ class BaseLLM(ABC):
         )
 
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
-    ) -> Completion:
+        self,
+        kind: str,
+        messages: Messages,
+        call: Callable[[], Awaitable[R]],
+        *,
+        result_type: type[Completion] | type[Embeddings] | None = None,
+        **request: Any,
+    ) -> R:
         """Every model call goes through here: answered from the run log when the log holds it
         (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
-        checked against the budget, made, metered, and logged before its answer is used."""
+        checked against the budget, made, metered, and logged before its answer is used.
+
+        ``result_type`` (:class:`Completion` or :class:`Embeddings`) reads a logged answer back.
+        """
         meter = current_meter()
         log = meter.run_log
         role, action = meter.role or "", current_action()
@@ -282,56 +301,50 @@ class BaseLLM(ABC):
         if log is not None:
             recorded = log.lookup(role, action, fp, summary)
             if recorded is not None:
-                completion = Completion.from_json(recorded)
-                self._record(messages, completion.usage, completion.text)  # the run's totals span restarts
-                return completion
-        self._check_budget(messages)
-        started = time.monotonic()
-        try:
-            completion = await call()
-        except Exception as exc:
-            if log is not None:
-                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
-            raise
-        cost = self._record(messages, completion.usage, completion.text)
-        if log is not None:
-            log.record_call(role, {
-                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                "response": completion.to_json(), "cost": cost, "latency": time.monotonic() - started,
-            })
-        return completion
-
-    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
-        """:meth:`_metered` for embeddings: answered from the run log when it holds the call,
-        else budget-checked, made, metered (input tokens) and logged."""
-        meter = current_meter()
-        log = meter.run_log
-        role, action = meter.role or "", current_action()
-        messages: Messages = [{"role": "user", "content": t} for t in texts]  # for fingerprints and estimates
-        fp, summary = describe_request("embed", messages, purpose=purpose) if log is not None else ("", {})
-        if log is not None:
-            recorded = log.lookup(role, action, fp, summary)
-            if recorded is not None:
-                result = Embeddings.from_json(recorded)
-                self._record(messages, result.usage, "")
+                result = cast(R, (result_type or Completion).from_json(recorded))
+                self._record(messages, result.usage, result.text)  # the run's totals span restarts
                 return result
         self._check_budget(messages)
         started = time.monotonic()
+        entry: dict[str, Any] = {"action": action, "model": self.model, "fingerprint": fp, "request": summary}
         try:
-            result = await self._embed(texts, purpose=purpose)
+            result = await call()
         except Exception as exc:
             if log is not None:
-                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
+                log.record_call(role, {**entry, "error": f"{type(exc).__name__}: {exc}",
+                                       "latency": time.monotonic() - started})
             raise
-        cost = self._record(messages, result.usage, "")
+        cost = self._record(messages, result.usage, result.text)
         if log is not None:
-            log.record_call(role, {
-                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
-            })
+            log.record_call(role, {**entry, "response": result.to_json(), "cost": cost,
+                                   "latency": time.monotonic() - started})
         return result
+
+    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
+        """:meth:`_metered` for embeddings (their input tokens are what is charged)."""
+        messages: Messages = [{"role": "user", "content": t} for t in texts]  # for fingerprints and estimates
+        return await self._metered(
+            "embed", messages, lambda: self._embed(texts, purpose=purpose), result_type=Embeddings, purpose=purpose
+        )
+
+    @property
+    def _streams(self) -> bool:
+        """Whether this provider really streams (overrides ``_stream``)."""
+        return type(self)._stream is not BaseLLM._stream
+
+    async def _complete_streaming(
+        self, messages: Messages, stop: list[str] | None, settings: LLMSettings, sink: Callable[[str], None]
+    ) -> Completion:
+        """One call made by streaming, each chunk passed to ``sink``: the same Completion as ``_complete``."""
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self._stream(messages, stop=stop, settings=settings):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            elif chunk:
+                parts.append(chunk)
+                sink(chunk)
+        return Completion(text=truncate_at_stop("".join(parts), stop), usage=usage, model=self.model)
 
     # --------------------------------------------------------------- public API
     async def embed(self, texts: Sequence[str], *, purpose: EmbedPurpose = "document") -> list[list[float]]:
@@ -370,11 +383,14 @@ class BaseLLM(ABC):
         """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
+        # a reader watches the tokens (the live console): stream a plain-text call, same answer
+        sink = _token_sink() if structured is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         return await self._metered(
             "complete", messages,
-            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
+            lambda: self._complete_streaming(messages, stops, merged, sink) if sink is not None
+            else self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
             stop=stops, settings=merged.model_dump(exclude_none=True),
             schema=structured.schema if structured else None, tools=tools,
         )
@@ -401,6 +417,7 @@ class BaseLLM(ABC):
     ) -> AsyncIterator[str]:
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
+        sink = _token_sink()
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
@@ -414,6 +431,8 @@ class BaseLLM(ABC):
                 elif chunk:
                     parts.append(chunk)
                     chunks.put_nowait(chunk)
+                    if sink is not None:
+                        sink(chunk)
             return Completion(text="".join(parts), usage=usage, model=self.model)
 
         # the same metered path as every call; chunks are passed on as they come
@@ -542,6 +561,20 @@ class BaseLLM(ABC):
                 f"no valid {output_type.__name__} after {retries + 1} attempts: {exc.errors[-1]}",
                 raw=exc.raw, errors=exc.errors,
             ) from exc
+
+
+def _token_sink() -> Callable[[str], None] | None:
+    """Where streamed chunks go when a reader of the running team's log wants tokens (else None)."""
+    meter = current_meter()
+    log = meter.run_log
+    if log is None or not log.stream_tokens:
+        return None
+    role = meter.role or ""
+
+    def sink(text: str) -> None:
+        log.notify("llm_token", {"text": text}, role=role)
+
+    return sink
 
 
 def _load_object(text: str) -> Any:

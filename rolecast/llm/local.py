@@ -8,6 +8,8 @@ file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.
   :class:`LocalLLM` instance (and so every role) shares it.
 * llama.cpp contexts are not re-entrant, so calls to one model are serialised with a
   lock, and they run in a worker thread so that the event loop is never blocked.
+* Free text stops when the model starts looping (:mod:`~rolecast.llm.repetition`): the
+  answer keeps one copy of the repeated span and ends with ``finish_reason="repetition"``.
 * ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
   ``structured`` under a grammar made from the JSON schema: both are valid by
   construction, on the first try.
@@ -45,6 +47,7 @@ from .base import (
     truncate_at_stop,
 )
 from .exceptions import llama_errors, llama_load_errors
+from .repetition import RepetitionStop, trim_repetition
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -310,15 +313,28 @@ class LocalLLM(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         kwargs = self._kwargs(messages, stop, settings)
+        stopper: RepetitionStop | None = None
         if structured is None:
             kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
+            if "logits_processor" not in kwargs:  # settings.extra may bring the caller's own
+                stopper = await self._repetition_stop()
+                kwargs["logits_processor"] = [stopper]
         else:
             try:
                 kwargs["grammar"] = await asyncio.to_thread(self._schema_grammar, structured.schema)
             except Exception as exc:  # the converter does not know every schema keyword
                 logger.warning("no grammar for the schema of {} ({}); any JSON object", structured.name, exc)
                 kwargs["response_format"] = {"type": "json_object"}
-        return await self._call(kwargs, stop)
+        completion = await self._call(kwargs, stop)
+        if stopper is not None and stopper.fired:  # it looped: keep one copy, say why it ended
+            completion.text = trim_repetition(completion.text)
+            completion.finish_reason = "repetition"
+        return completion
+
+    async def _repetition_stop(self) -> RepetitionStop:
+        """A fresh loop detector for one free-text answer (the model is loaded first, for its EOS token)."""
+        loaded = await asyncio.to_thread(self._loaded)
+        return RepetitionStop(int(loaded.llama.token_eos()))
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         """Answer under a grammar that admits only ``-1 … n_options-1``."""
@@ -333,7 +349,8 @@ class LocalLLM(BaseLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         """Chunks produced in a worker thread, handed to the loop through an asyncio queue."""
-        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, **self._kwargs(messages, stop, settings), "stream": True}
+        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, "logits_processor": [await self._repetition_stop()],
+                  **self._kwargs(messages, stop, settings), "stream": True}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         cancelled = threading.Event()

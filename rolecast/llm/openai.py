@@ -157,6 +157,11 @@ class OpenAILLM(BaseLLM):
         params.update(kwargs)
         return cls(**params)
 
+    @property
+    def server_url(self) -> str:
+        """Where the calls go: ``base_url``, else the OpenAI API's address."""
+        return self.base_url or "https://api.openai.com/v1"
+
     # ------------------------------------------------------------------ plumbing
     def _get_client(self) -> Any:
         """The SDK client: one over the caller's ``http_client``, else one per running loop.
@@ -244,7 +249,7 @@ class OpenAILLM(BaseLLM):
             ),
             reraise=True,
         )
-        with openai_errors(attempts=lambda: attempts):
+        with openai_errors(attempts=lambda: attempts, url=self.server_url):
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
@@ -352,7 +357,7 @@ class OpenAILLM(BaseLLM):
         usage: Usage | None = None
         try:
             # mid-stream failures are not retried: part of the answer is already out
-            with openai_errors():
+            with openai_errors(url=self.server_url):
                 async for chunk in stream:
                     if chunk.usage is not None:
                         usage = _usage(chunk.usage)
