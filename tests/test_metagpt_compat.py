@@ -579,3 +579,19 @@ def test_models_by_configuration_per_action_and_per_role(tmp_path, monkeypatch):
         Action(config={"llm": {}})
     with pytest.raises(UsageError):
         Action(llm_name_or_type="a", service="b")
+
+
+async def test_metagpt_model_calls_on_the_seam_are_metered_like_any_call():
+    from rolecast.context import Context
+    from rolecast.testing import FunctionLLM
+
+    llm = FunctionLLM(lambda messages: "|".join(m["content"] for m in messages), model="gpt-4o-mini")
+    context = Context(llm=llm)
+    with context.scope(role="Alice"):
+        assert await llm.aask("hi", system_msgs=["be brief"]) == "be brief|hi"
+        assert await llm.aask(["a", "b"], stream=True) == "a|b"
+        assert await llm.aask_batch(["one", "two"]) == "one\none|one|two"
+        completion = await llm.acompletion([{"role": "user", "content": "x"}])
+        assert completion.text == "x"
+        assert await llm.acompletion_text([{"role": "user", "content": "y"}], stream=True) == "y"
+    assert context.cost_manager.by_role["Alice"].calls == 6 and context.cost_manager.total_cost > 0

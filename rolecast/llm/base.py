@@ -30,6 +30,7 @@ from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
+from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request
 
 Messages = list[dict[str, Any]]
@@ -212,7 +213,7 @@ def choice_schema(n_options: int) -> dict[str, Any]:
 R = TypeVar("R", Completion, Embeddings)
 
 
-class BaseLLM(ABC):
+class BaseLLM(MetaGPTCalls, ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
 
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
