@@ -24,7 +24,7 @@ from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
 from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
-from rolecast.runlog import acting
+from rolecast.runlog import enter_action, exit_action
 from rolecast.usage import reject_unknown_keywords
 
 from .action_node import ActionNode
@@ -64,8 +64,11 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
         active = _active_runs()
         if id(self) in active:
             return await run(self, *args, **kwargs)
-        with acting(self.name):  # model calls made inside are logged with this action's name
+        token = enter_action(self.name)  # model calls made inside are logged with this action's name
+        try:
             return await _invoke(self, active, args, kwargs)
+        finally:
+            exit_action(token)
 
     async def _invoke(self: Action, active: frozenset[int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         hooks = self.context.hooks

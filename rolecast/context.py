@@ -22,7 +22,7 @@ from .cost import CostManager
 from .hooks import Hooks
 from .llm import create_llm
 from .llm.base import BaseLLM
-from .metering import default_cost_manager, metered
+from .metering import Meter, default_cost_manager, enter_meter, exit_meter
 from .runlog import RunLog
 
 
@@ -132,10 +132,11 @@ class Context:
         """Charge every LLM call made inside to this context (and ``role``)."""
         scope = Scope(self, role)
         token = _SCOPE.set(scope)
+        meter = enter_meter(Meter(self.cost_manager, role, self.run_log))  # (every turn: no nested context manager)
         try:
-            with metered(self.cost_manager, role, self.run_log):
-                yield scope
+            yield scope
         finally:
+            exit_meter(meter)
             _SCOPE.reset(token)
 
 

@@ -29,7 +29,7 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +50,15 @@ Subscriber = Callable[[RunEvent], None]
 
 
 _ACTION: ContextVar[str] = ContextVar("rolecast_action", default="")
+
+
+def enter_action(name: str) -> Token[str]:
+    """The fast form of :func:`acting` (the hot path of every action run); undo with :func:`exit_action`."""
+    return _ACTION.set(name)
+
+
+def exit_action(token: Token[str]) -> None:
+    _ACTION.reset(token)
 
 
 def current_action() -> str:
@@ -228,4 +237,7 @@ class RunLog:
         return sum(len(v) for v in self._calls.values())
 
 
-__all__ = ["Mode", "RecordedCall", "RunLog", "acting", "current_action", "fingerprint", "new_run_id"]
+__all__ = [
+    "Mode", "RecordedCall", "RunLog", "acting", "current_action", "enter_action", "exit_action", "fingerprint",
+    "new_run_id",
+]

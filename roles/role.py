@@ -462,7 +462,8 @@ class Role(MetaGPTSDK, BaseModel):
                 break
             todo = self.rc.todo
             assert todo is not None  # _think returned True
-            rsp = await perform(self, todo, invoke=self._act)
+            # the default _act runs the action through perform itself; an override is wrapped in it
+            rsp = await (self._act() if self.acts_concurrently else perform(self, todo, invoke=self._act))
             taken += 1
         return rsp
 

@@ -392,7 +392,7 @@ class BaseLLM(MetaGPTCalls, ABC):
             "complete", messages,
             lambda: self._complete_streaming(messages, stops, merged, sink) if sink is not None
             else self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
-            stop=stops, settings=merged.model_dump(exclude_none=True),
+            stop=stops, settings=merged,
             schema=structured.schema if structured else None, tools=tools,
         )
 
@@ -438,7 +438,7 @@ class BaseLLM(MetaGPTCalls, ABC):
 
         # the same metered path as every call; chunks are passed on as they come
         task = asyncio.ensure_future(self._metered(
-            "complete", messages, call, stop=stops, settings=merged.model_dump(exclude_none=True)
+            "complete", messages, call, stop=stops, settings=merged
         ))
         task.add_done_callback(lambda _: chunks.put_nowait(None))
         streamed = False
@@ -473,7 +473,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         merged = self.settings.merged(settings)
         completion = await self._metered(
             "choose", messages, lambda: self._choose_text(messages, n_options, merged),
-            n_options=n_options, settings=merged.model_dump(exclude_none=True),
+            n_options=n_options, settings=merged,
         )
         return parse_choice(completion.text, n_options)
 

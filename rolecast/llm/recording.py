@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..runlog import fingerprint
 
 REQUEST_PREVIEW = 2000  # characters of the last message kept in the log
@@ -19,7 +21,11 @@ REQUEST_PREVIEW = 2000  # characters of the last message kept in the log
 
 def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -> tuple[str, dict[str, Any]]:
     """The fingerprint of a call and the compact summary the log keeps."""
-    full = {"kind": kind, "messages": messages, **{k: v for k, v in params.items() if v is not None}}
+    full = {
+        "kind": kind, "messages": messages,
+        **{k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
+           for k, v in params.items() if v is not None},
+    }
     last = str(messages[-1].get("content") or "") if messages else ""
     system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
     summary = {
