@@ -6,11 +6,14 @@ from .memory import Memory
 from .message import (
     MESSAGE_ROUTE_TO_ALL,
     AIMessage,
+    InstructContent,
     Message,
     SystemMessage,
     UserMessage,
+    allow_instruct_modules,
     any_to_str,
     any_to_str_set,
+    register_instruct_model,
 )
 
 logger.disable("memory")
@@ -18,10 +21,13 @@ logger.disable("memory")
 __all__ = [
     "MESSAGE_ROUTE_TO_ALL",
     "AIMessage",
+    "InstructContent",
     "Memory",
     "Message",
     "SystemMessage",
     "UserMessage",
+    "allow_instruct_modules",
     "any_to_str",
     "any_to_str_set",
+    "register_instruct_model",
 ]

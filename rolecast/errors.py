@@ -6,7 +6,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
-    │   └── NestedEventLoopError    a sync helper was called inside a running loop
+    │   ├── NestedEventLoopError    a sync helper was called inside a running loop
+    │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── ActionFailed            an action (or a role's override) raised
@@ -49,6 +50,14 @@ class ConfigError(UsageError):
 
 class NestedEventLoopError(UsageError):
     """A synchronous convenience (``run_sync``) was called inside a running event loop."""
+
+
+class DataError(UsageError):
+    """Saved data handed to the framework (a message, a memory, a plan file) is malformed.
+
+    Not JSON, nested too deep, or not the shape of the thing it should be; the
+    original error is ``__cause__``.
+    """
 
 
 # ------------------------------------------------------------------ run errors
@@ -219,6 +228,7 @@ __all__ = [
     "BudgetExceeded",
     "ConfigError",
     "ControlFlow",
+    "DataError",
     "InvalidChoice",
     "InvocationCancelled",
     "LLMAPIError",

@@ -11,7 +11,6 @@ Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,7 +117,9 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
     return text if cut < 0 else text[:cut]
 
 
-_CHOICE = re.compile(r"""^\s*[`'"]?\s*(-?\d+)\s*[`'"]?\s*\.?\s*$""")
+#: a choice is at most this many digits: -1 … 999 999 options (and never Python's int-digit limit)
+_CHOICE_DIGITS = 6
+_QUOTES = "`'\""
 
 
 def parse_choice(text: str, n_options: int) -> int:
@@ -126,11 +127,19 @@ def parse_choice(text: str, n_options: int) -> int:
 
     "3", " 3.", "`10`" parse; "stage 1 or 2", "I choose 2" and "3.5" raise
     :class:`InvalidChoice`. Never "the first digit found" (MetaGPT's bug: "10" → 1).
+    Linear in the answer's length, with no regular expression to backtrack.
     """
-    match = _CHOICE.match(text)
-    if not match:
+    body = text.strip()
+    if body.endswith("."):
+        body = body[:-1].rstrip()
+    if body[:1] in _QUOTES:  # at most one quote (any kind) on each side
+        body = body[1:].lstrip()
+    if body[-1:] in _QUOTES:
+        body = body[:-1].rstrip()
+    digits = body[1:] if body.startswith("-") else body
+    if not digits or len(digits) > _CHOICE_DIGITS or not (digits.isascii() and digits.isdigit()):
         raise InvalidChoice(text, n_options)
-    value = int(match.group(1))
+    value = int(body)
     if not -1 <= value < n_options:
         raise InvalidChoice(text, n_options)
     return value
