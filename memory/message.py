@@ -114,7 +114,7 @@ class Message(BaseModel):
     def _dump_instruct(self, v: BaseModel | None) -> dict[str, Any] | None:
         if v is None:
             return None
-        path = v.class_path if isinstance(v, InstructContent) and v.class_path else any_to_str(v)
+        path = v.class_path if isinstance(v, InstructContent) else any_to_str(v)
         return {"class": path, "value": v.model_dump(mode="json")}
 
     @field_serializer("send_to")
