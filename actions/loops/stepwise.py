@@ -154,6 +154,8 @@ def parse_stepwise(text: str) -> StepwiseStep:
     final = FINAL_ANSWER_REGEX.search(text)
     if final:
         step.final_answer = final.group("final_answer").strip()
+        if not step.final_answer:  # an empty answer is no answer: the model is told, not believed
+            step.observation = "System step error, the final answer is empty. Please give the final answer."
         return step
     thought = THOUGHT_REGEX.search(text)
     if thought:
