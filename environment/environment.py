@@ -7,11 +7,13 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny, model_validator
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
+from rolecast.runlog import RunLog
+from rolecast.store import ROUND_FINISHED, ROUND_STARTED, TURN_FAILED, TURN_FINISHED, TURN_STARTED
 from roles import Role
 
 
@@ -32,7 +34,7 @@ class Environment(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     desc: str = ""
-    roles: dict[str, Role] = Field(default_factory=dict)
+    roles: dict[str, SerializeAsAny[Role]] = Field(default_factory=dict)  # subclasses dump their own fields
     history: Memory = Field(default_factory=Memory)
     context: Context = Field(default_factory=Context, exclude=True)
     on_error: Literal["stop", "continue"] = "stop"
@@ -40,6 +42,24 @@ class Environment(BaseModel):
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
+    _outbox: list[Message] | None = PrivateAttr(default=None)  # a round's messages, delivered at its end
+    _run_log: RunLog | None = PrivateAttr(default=None)
+
+    @property
+    def run_log(self) -> RunLog | None:
+        """The write-ahead log of the team run this environment belongs to (None: not logged)."""
+        return self._run_log
+
+    def set_run_log(self, run_log: RunLog | None) -> None:
+        self._run_log = run_log
+
+    @model_validator(mode="after")
+    def _wire_roles(self) -> Environment:
+        """Roles that came in as data (a dump reloaded) join this environment like hired ones."""
+        for role in list(self.roles.values()):
+            role.set_env(self)
+            self.set_addresses(role, role.addresses)
+        return self
 
     # ---------------------------------------------------------------- roles
     def add_role(self, role: Role) -> None:
@@ -72,7 +92,27 @@ class Environment(BaseModel):
 
     # ------------------------------------------------------------ messaging
     def publish_message(self, message: Message) -> bool:
-        """Record the message in ``history`` and deliver it to every addressed role."""
+        """Log the message, then record it in ``history`` and deliver it to every addressed role.
+
+        During a round, delivery waits for the round's end: every role's turn sees the
+        same inbox whatever the scheduler ran first, and the round's messages are then
+        delivered in a fixed order (the roles' order, then each role's order), so a run
+        is reproducible however long each model call took.
+        """
+        log = self._run_log
+        if log is not None:
+            known = log.recorded_message(message.sent_from, message.content, message.cause_by)
+            if known is not None:
+                message.id = known  # re-executing a recorded run: the message keeps its logged id
+            else:
+                log.message(message.model_dump(mode="json"))
+        if self._outbox is not None:
+            self._outbox.append(message)
+        else:
+            self._deliver(message)
+        return True
+
+    def _deliver(self, message: Message) -> None:
         self.history.add(message)
         if MESSAGE_ROUTE_TO_ALL in message.send_to:
             targets: Iterable[Role] = self.roles.values()
@@ -89,7 +129,14 @@ class Environment(BaseModel):
         for role in targets:
             if role.name != sender:
                 role.put_message(message)
-        return True
+
+    def _deliver_round(self, outbox: list[Message]) -> None:
+        """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
+        rank = {name: i for i, name in enumerate(self.roles)}
+        last = len(rank)
+        order = sorted(range(len(outbox)), key=lambda i: (rank.get(outbox[i].sent_from, last), i))
+        for i in order:
+            self._deliver(outbox[i])
 
     @property
     def is_idle(self) -> bool:
@@ -103,15 +150,32 @@ class Environment(BaseModel):
             active = [role for role in self.roles.values() if not role.is_idle]
             if not active:
                 return
-            everyone = list(self.roles.values())
-            for role in everyone:
-                role.rc.msg_buffer.seal()
+            log = self._run_log
+            if log is not None:
+                log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
+            self._outbox = []
             try:
-                results = await asyncio.gather(*(role.run() for role in active), return_exceptions=True)
+                results = await asyncio.gather(*(self._turn(role) for role in active), return_exceptions=True)
             finally:
-                for role in everyone:
-                    role.rc.msg_buffer.unseal()
+                outbox, self._outbox = self._outbox, None
+                self._deliver_round(outbox)
+            if log is not None:
+                log.emit(ROUND_FINISHED, {"messages": len(outbox)})
             self._handle_failures(active, results)
+
+    async def _turn(self, role: Role) -> Message | None:
+        """One role's turn, logged: started, then finished (with its message) or failed."""
+        log = self._run_log
+        if log is None:
+            return await role.run()
+        log.emit(TURN_STARTED, role=role.name)
+        try:
+            rsp = await role.run()
+        except BaseException as exc:
+            log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
+            raise
+        log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
+        return rsp
 
     def _handle_failures(self, active: list[Role], results: list[Any]) -> None:
         failed = [(role, r) for role, r in zip(active, results, strict=True) if isinstance(r, BaseException)]

@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from actions import UserRequirement
-from memory import MESSAGE_ROUTE_TO_ALL, Message
+from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, NestedEventLoopError
 from rolecast.llm.base import BaseLLM
+from rolecast.runlog import RunLog, new_run_id
+from rolecast.store import (
+    CHECKPOINT,
+    DEFAULT_STORE_PATH,
+    RUN_STOPPED,
+    SQLiteRunStore,
+    default_store,
+    open_store,
+)
 from roles import Role
 
 from .environment import Environment
+from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
+
+#: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
+DEFAULT: Any = object()
 
 
 class Team(BaseModel):
@@ -33,9 +48,23 @@ class Team(BaseModel):
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
     chooses whether a failing role stops the team (``"stop"``) or is recorded in
     ``team.env.errors`` while the others go on (``"continue"``).
+
+    Every run is logged, write-ahead, to a run store: ``store`` is a path (SQLite), a
+    :class:`~rolecast.store.RunStore`, or None for no log; by default
+    ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``. ``run_id`` names the run
+    (``team.run_id``; a fresh one by default). Running a script again with the
+    ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
+    every recorded model call answered from the log (nothing is paid twice), and the
+    run goes on live from the first call the log does not hold.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _store_spec: Any = PrivateAttr(default=None)
+    _run_id: str = PrivateAttr(default="")
+    _rounds: int = PrivateAttr(default=0)
+    _log_after: int = PrivateAttr(default=0)
+    _logged_start: bool = PrivateAttr(default=False)
 
     env: Environment
     investment: float = 10.0
@@ -50,6 +79,8 @@ class Team(BaseModel):
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
+        store: Any = DEFAULT,
+        run_id: str | None = None,
         **data: Any,
     ):
         if "env" not in data:
@@ -57,8 +88,70 @@ class Team(BaseModel):
             data["env"] = Environment(context=ctx, on_error=on_error)
         super().__init__(**data)
         self.env.context.cost_manager.max_budget = self.investment
+        self._store_spec = store
+        self._run_id = run_id or new_run_id()
+        self._rounds = 0
         if roles:
             self.hire(roles)
+
+    # ------------------------------------------------------------ the run log
+    @property
+    def run_id(self) -> str:
+        """The id of this team's run in the run store."""
+        return self._run_id
+
+    @property
+    def run_log(self) -> RunLog:
+        """This run's log (opened on first use: the store's file is created then)."""
+        log = self.env.run_log
+        if log is None:
+            spec = self._store_spec
+            store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
+            log = RunLog(store, self._run_id, after_seq=self._log_after)
+            log.round = self._rounds
+            self.env.set_run_log(log)
+            self.context.run_log = log
+        return log
+
+    # --------------------------------------------------------- save and restore
+    def serialize(self, stg_path: str | os.PathLike[str] | None = None) -> Path:
+        """Save the team (roles of their own classes, memories, inboxes, states, plans, costs) to a
+        folder; MetaGPT's ``Team.serialize``. Returns the file written."""
+        folder = Path(stg_path) if stg_path is not None else self._checkpoint_dir()
+        log = self.run_log
+        mark = log.emit(CHECKPOINT, {"path": str(folder), "rounds": self._rounds}, force=True)
+        state = {
+            "run_id": self.run_id, "log_seq": mark.seq, "rounds": self._rounds,
+            "idea": self.idea, "investment": self.investment, "desc": self.env.desc, "on_error": self.env.on_error,
+            "roles": [dump_role(r) for r in self.env.roles.values()],
+            "history": [m.model_dump(mode="json") for m in self.env.history.get()],
+            "costs": dump_costs(self.cost_manager),
+        }
+        return write_team(folder, state)
+
+    @classmethod
+    def deserialize(
+        cls, stg_path: str | os.PathLike[str], context: Context | None = None, **kwargs: Any
+    ) -> Team:
+        """A team saved by :meth:`serialize`, ready to ``await team.run(n_round)`` on; MetaGPT's
+        ``Team.deserialize``. Role and action classes must be loaded (imported) already."""
+        state = read_team(stg_path)
+        kwargs.setdefault("run_id", state["run_id"])
+        team = cls(context=context, on_error=state["on_error"], investment=state["investment"],
+                   idea=state["idea"], **kwargs)
+        team.env.desc = state["desc"]
+        team._rounds = state["rounds"]
+        if kwargs["run_id"] == state["run_id"]:
+            team._log_after = state["log_seq"]  # the log before the checkpoint is in the restored state
+        team.hire(load_role(r) for r in state["roles"])
+        team.env.history = Memory(Message.model_validate(m) for m in state["history"])
+        load_costs(team.cost_manager, state["costs"])
+        return team
+
+    def _checkpoint_dir(self) -> Path:
+        store = self.run_log.store
+        base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
+        return base / "checkpoints" / self.run_id
 
     @property
     def context(self) -> Context:
@@ -81,6 +174,7 @@ class Team(BaseModel):
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
         self.idea = idea
+        self._started(idea=idea)
         self.env.publish_message(
             Message(
                 content=idea,
@@ -105,18 +199,70 @@ class Team(BaseModel):
 
         Returns the environment's history (every message published, in order).
         """
+        log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
-        rounds = 0
-        while rounds < n_round:
-            if self.env.is_idle:
-                logger.debug("all roles are idle after {} round(s)", rounds)
-                break
-            rounds += 1
-            self._check_balance()
-            logger.debug("round {}/{}", rounds, n_round)
-            await self.env.run()
+        reason = "n_round"
+        try:
+            for _ in range(n_round):
+                if self.env.is_idle:
+                    reason = "idle"
+                    logger.debug("all roles are idle after {} round(s)", self._rounds)
+                    break
+                self._check_balance()
+                self._rounds += 1
+                log.round = self._rounds
+                logger.debug("round {}", self._rounds)
+                await self.env.run()
+        except BudgetExceeded:
+            reason = "budget"
+            raise
+        except Exception as exc:
+            reason = f"error: {type(exc).__name__}"
+            self._save_on_failure(exc)
+            raise
+        except BaseException as exc:  # cancelled, interrupted
+            reason = f"error: {type(exc).__name__}"
+            raise
+        finally:
+            cm = self.cost_manager
+            log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
+                                   "calls": cm.total.calls}, force=True)
         return self.env.history.get()
+
+    def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
+        """The run log, with the run's start written (once)."""
+        log = self.run_log
+        if not self._logged_start:
+            self._logged_start = True
+            log.start(self._describe(n_round, idea))
+        return log
+
+    def _save_on_failure(self, exc: Exception) -> None:
+        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
+
+        Beside the run store (a run with no store keeps nothing on disk)."""
+        if not isinstance(self.run_log.store, SQLiteRunStore):
+            return
+        try:
+            path = self.serialize()
+        except Exception as save_error:  # never hide the run's own error behind the save's
+            logger.error("could not save the failed run {}: {}", self.run_id, save_error)
+            return
+        note = f"the team was saved to {path.parent}; Team.deserialize({str(path.parent)!r}) continues it"
+        logger.error("run {} failed: {}; {}", self.run_id, exc, note)
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        exc.checkpoint = path.parent  # type: ignore[attr-defined]
+
+    def _describe(self, n_round: int | None, idea: str) -> dict[str, Any]:
+        roles = [
+            {"name": r.name, "profile": r.profile, "class": f"{type(r).__module__}.{type(r).__qualname__}",
+             "actions": [a.name for a in r.actions]}
+            for r in self.env.roles.values()
+        ]
+        return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
+                "investment": self.investment, "n_round": n_round}
 
     def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""

@@ -27,7 +27,9 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +47,24 @@ from .store import (
 
 Mode = Literal["record", "resume", "replay"]
 Subscriber = Callable[[RunEvent], None]
+
+
+_ACTION: ContextVar[str] = ContextVar("rolecast_action", default="")
+
+
+def current_action() -> str:
+    """The name of the action running in this task ("" outside any action)."""
+    return _ACTION.get()
+
+
+@contextmanager
+def acting(name: str) -> Iterator[None]:
+    """Mark the running task as inside action ``name`` (model calls are logged with it)."""
+    token = _ACTION.set(name)
+    try:
+        yield
+    finally:
+        _ACTION.reset(token)
 
 
 def new_run_id() -> str:
@@ -73,7 +93,9 @@ class RecordedCall:
 class RunLog:
     """The write-ahead log of one run (see the module docstring)."""
 
-    def __init__(self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume"):
+    def __init__(
+        self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0
+    ):
         self.store = store
         self.run_id = run_id or new_run_id()
         self.mode: Mode = mode
@@ -86,11 +108,13 @@ class RunLog:
         self.recorded_events = 0
         self.served_calls = 0
         if store is not None:
-            self._load(store)
+            self._load(store, after_seq)
 
     # ------------------------------------------------------------------ loading
-    def _load(self, store: RunStore) -> None:
+    def _load(self, store: RunStore, after_seq: int) -> None:
         for event in store.events(self.run_id):
+            if event.seq <= after_seq:
+                continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
             if event.kind == LLM_CALL and not event.data.get("error"):
                 data = event.data
@@ -201,4 +225,4 @@ class RunLog:
         return sum(len(v) for v in self._calls.values())
 
 
-__all__ = ["Mode", "RecordedCall", "RunLog", "fingerprint", "new_run_id"]
+__all__ = ["Mode", "RecordedCall", "RunLog", "acting", "current_action", "fingerprint", "new_run_id"]

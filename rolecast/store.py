@@ -40,6 +40,9 @@ TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
 RUN_STOPPED = "run_stopped"
 CHECKPOINT = "checkpoint"
+# Events committed at once. The others ride with the next commit: they are re-derived by
+# re-executing the run, while a model call (paid for) must never be lost once answered.
+DURABLE_KINDS = frozenset({RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT})
 EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
@@ -109,24 +112,28 @@ CREATE TABLE IF NOT EXISTS events (
     data   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_kind ON events (run_id, kind, seq);
 """
 
 
 class SQLiteRunStore:
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
 
-    Each ``append`` is its own committed transaction. With WAL and
+    Events are written in order inside a transaction that is committed by every event
+    whose loss would cost something (:data:`DURABLE_KINDS`: a model call answered, a
+    failure, a round's end, the run's start and stop) and by :meth:`flush`. With WAL and
     ``synchronous=NORMAL`` a commit survives the process being killed; only a power
-    loss may drop the last commits. Safe to share between threads; several processes
-    may write the same file (SQLite serialises them).
+    loss may drop the last commits. A crash therefore loses at most the events since
+    the last model call — which re-executing the run re-creates — and the call in
+    flight. Safe to share between threads; several processes may write the same file
+    (SQLite serialises them).
     """
 
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            # isolation_level "DEFERRED": sqlite3 opens a transaction before the first INSERT itself
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level="DEFERRED", timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -150,22 +157,29 @@ class SQLiteRunStore:
         payload = json.dumps(event.data, ensure_ascii=False, default=str)
         with self._lock:
             try:
-                event.seq = self._next_seq(event.run_id)
-                self._db.execute(
-                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
-                )
-            except sqlite3.IntegrityError:
-                # another process appended to this run meanwhile: take the next free number
-                self._next.pop(event.run_id, None)
-                event.seq = self._next_seq(event.run_id)
-                self._db.execute(
-                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
-                )
+                try:
+                    self._insert(event, payload)
+                except sqlite3.IntegrityError:
+                    # another process appended to this run meanwhile: take the next free number
+                    self._next.pop(event.run_id, None)
+                    self._insert(event, payload)
+                if event.kind in DURABLE_KINDS:
+                    self._db.commit()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
         return event
+
+    def _insert(self, event: RunEvent, payload: str) -> None:
+        event.seq = self._next_seq(event.run_id)
+        self._db.execute(
+            "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+        )
+
+    def flush(self) -> None:
+        """Commit what is written so far."""
+        with self._lock:
+            self._db.commit()
 
     def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
         query = "SELECT run_id, seq, ts, kind, round, role, data FROM events WHERE run_id = ?"
@@ -176,6 +190,7 @@ class SQLiteRunStore:
             params += wanted
         with self._lock:
             try:
+                self._db.commit()
                 rows = self._db.execute(query + " ORDER BY seq", params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
@@ -183,6 +198,7 @@ class SQLiteRunStore:
             yield RunEvent(run, kind, json.loads(data), rnd, role, seq, ts)
 
     def runs(self) -> list[RunInfo]:
+        self.flush()
         query = """
             SELECT run_id, MIN(ts), COUNT(*), SUM(kind = 'message'), SUM(kind = 'llm_call'), MAX(round)
             FROM events GROUP BY run_id ORDER BY MIN(ts) DESC
@@ -203,6 +219,7 @@ class SQLiteRunStore:
 
     def close(self) -> None:
         with self._lock:
+            self._db.commit()
             self._db.close()
 
 
@@ -244,6 +261,15 @@ class MemoryRunStore:
         pass
 
 
+def default_store() -> RunStore | None:
+    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, or ``none``/``off``
+    for no log), else ``./.rolecast/runs.db``."""
+    configured = os.environ.get("ROLECAST_STORE", "").strip()
+    if configured.lower() in ("none", "off", "0", "false"):
+        return None
+    return SQLiteRunStore(configured or DEFAULT_STORE_PATH)
+
+
 def open_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
     """A store from what a user passed: a path (SQLite), a store, or None (no store)."""
     if store is None or isinstance(store, RunStore):
@@ -261,5 +287,6 @@ __all__ = [
     "RunInfo",
     "RunStore",
     "SQLiteRunStore",
+    "default_store",
     "open_store",
 ]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
 from memory import Memory, Message
@@ -23,42 +25,44 @@ class RoleReactMode(str, Enum):
 
 
 class MessageQueue:
-    """A role's inbox.
+    """A role's inbox, read at the start of its turn.
 
-    While the environment runs a round the inbox is *sealed*: messages published
-    during the round are held back and become readable at the next round, so what a
-    role sees never depends on which role the scheduler happened to run first.
+    The environment delivers a round's messages when the round ends (see
+    :meth:`environment.Environment.publish_message`), so a message published during a
+    round is read at the next one, whichever role the scheduler happened to run first.
     """
 
-    def __init__(self) -> None:
-        self._queue: deque[Message] = deque()
-        self._held: deque[Message] = deque()
-        self._sealed = False
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._queue: deque[Message] = deque(messages)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        # a field of this type validates from, and dumps to, the list of waiting messages
+        from_list = core_schema.no_info_after_validator_function(cls, handler.generate_schema(list[Message]))
+        return core_schema.union_schema(
+            [core_schema.is_instance_schema(cls), from_list],
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda queue: [m.model_dump(mode="json") for m in queue._queue]
+            ),
+        )
 
     def push(self, message: Message) -> None:
-        (self._held if self._sealed else self._queue).append(message)
+        self._queue.append(message)
 
     def pop_all(self) -> list[Message]:
         items = list(self._queue)
         self._queue.clear()
         return items
 
-    def seal(self) -> None:
-        """Hold back messages pushed from now on (the start of a round)."""
-        self._sealed = True
-
-    def unseal(self) -> None:
-        """Release held messages for the next round."""
-        self._sealed = False
-        if self._held:
-            self._queue.extend(self._held)
-            self._held.clear()
+    def requeue(self, messages: list[Message]) -> None:
+        """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
+        self._queue.extendleft(reversed(messages))
 
     def empty(self) -> bool:
-        return not self._queue and not self._held
+        return not self._queue
 
     def __len__(self) -> int:
-        return len(self._queue) + len(self._held)
+        return len(self._queue)
 
 
 class RoleContext(BaseModel):
@@ -67,7 +71,7 @@ class RoleContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     env: Any = Field(default=None, exclude=True)
-    msg_buffer: MessageQueue = Field(default_factory=MessageQueue, exclude=True)
+    msg_buffer: MessageQueue = Field(default_factory=MessageQueue)
     memory: Memory = Field(default_factory=Memory)
     state: int = -1
     todo: Action | None = Field(default=None, exclude=True)

@@ -161,7 +161,27 @@ async def test_on_error_continue_records_the_failure_and_goes_on():
     team = Team(llm=echo_llm(), roles=[ok, bad, after], on_error="continue")
     history = await team.run(n_round=3, idea="go")
     assert [m.sent_from for m in history] == ["user", "Ok", "After"]
-    assert len(team.env.errors) == 1 and isinstance(team.env.errors[0], ActionFailed)
+    # its input is redelivered each round (at-least-once), so it fails each round and is recorded each time
+    assert len(team.env.errors) == 3 and all(isinstance(e, ActionFailed) for e in team.env.errors)
+    assert [m.content for m in bad.rc.msg_buffer.pop_all()] == ["go"]  # still waiting, not lost
+
+
+async def test_a_failed_turn_loses_nothing_its_input_is_read_again_next_round():
+    attempts = []
+
+    class Flaky(Action):
+        async def run(self, history):
+            attempts.append(history[-1].content)
+            if len(attempts) == 1:
+                raise RuntimeError("the first try fails")
+            return f"done with {history[-1].content}"
+
+    flaky = make_role("Flaky", [UserRequirement], Flaky())
+    team = Team(llm=echo_llm(), roles=[flaky], on_error="continue")
+    history = await team.run(n_round=3, idea="the task")
+    assert attempts == ["the task", "the task"]
+    assert [m.content for m in history] == ["the task", "done with the task"]
+    assert [m.content for m in flaky.rc.memory.get()] == ["the task", "done with the task"]  # remembered once
 
 
 async def test_budget_is_checked_before_every_call_not_only_between_rounds():

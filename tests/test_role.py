@@ -232,7 +232,9 @@ async def test_a_raising_action_becomes_action_failed_and_keeps_the_news():
     err = info.value
     assert err.role == "Eve" and err.action == "Boom"
     assert isinstance(err.__cause__, ZeroDivisionError)
-    assert [m.content for m in role.get_memories()] == ["divide"]
+    # nothing is lost: the news goes back to the inbox, to be read again at the next turn
+    assert role.get_memories() == []
+    assert [m.content for m in role.rc.msg_buffer.pop_all()] == ["divide"]
     assert role.rc.todo is None and role.is_idle
 
 

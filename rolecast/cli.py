@@ -1,0 +1,130 @@
+"""The ``rolecast`` command: check the model configuration and talk to the model.
+
+    rolecast info                 which provider and model a run would use, and why
+    rolecast ask "a question"     one question to the configured model
+    rolecast choose "prompt" 4    one state-selection answer (-1 … 3)
+    rolecast runs list            the runs in the run store
+    rolecast runs show RUN        a run's timeline: rounds, messages, model calls, failures
+    rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
+    rolecast runs export RUN      the run's events as JSON lines
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from pydantic import SecretStr
+
+from . import enable_logging, inspect_runs
+from .config import Config
+from .context import default_context
+from .errors import RolecastError
+from .llm import local_model_available, resolve_provider
+from .store import DEFAULT_STORE_PATH, SQLiteRunStore
+
+
+def _row(label: str, value: object) -> None:
+    print(f"{label:<18} : {value}")
+
+
+def _info() -> int:
+    config = Config.from_env()
+    cfg = config.llm
+    decided = " (decided: nothing configured)" if cfg.provider == "auto" else ""
+    _row("provider", resolve_provider(cfg) + decided)
+    _row("model", cfg.model or "(provider default)")
+    for name, value in cfg:
+        if name in ("provider", "model", "settings"):
+            continue
+        if isinstance(value, SecretStr):
+            value = "set"
+        _row(name, "(provider default)" if value is None else value)
+    settings = cfg.settings.model_dump(exclude_none=True, exclude_defaults=True)
+    if settings:
+        _row("settings", settings)
+    _row("embedded model", "installed" if local_model_available() else "not installed")
+    if config.services:
+        _row("services", ", ".join(sorted(config.services)))
+    return 0
+
+
+async def _ask(prompt: str) -> int:
+    llm = default_context().llm()
+    async for chunk in llm.stream(prompt):
+        print(chunk, end="", flush=True)
+    print()
+    return 0
+
+
+async def _choose(prompt: str, n: int) -> int:
+    print(await default_context().llm().choose(prompt, n))
+    return 0
+
+
+def _runs(args: argparse.Namespace) -> int:
+    path = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
+    if not os.path.exists(path):
+        print(f"rolecast: no run store at {path} (run a team first, or pass --store PATH)", file=sys.stderr)
+        return 2
+    store = SQLiteRunStore(path)
+    try:
+        if args.runs_command == "list":
+            print(inspect_runs.list_runs(store))
+        elif args.runs_command == "show":
+            print(inspect_runs.show_run(store, args.run_id))
+        elif args.runs_command == "graph":
+            print(inspect_runs.graph_run(store, args.run_id, args.format))
+        else:
+            for line in inspect_runs.export_run(store, args.run_id):
+                print(line)
+    finally:
+        store.close()
+    return 0
+
+
+def _runs_parser(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="inspect the runs in the run store")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    for name, text in (("list", "list the runs"), ("show", "a run's timeline"),
+                       ("graph", "the message flow of a run"), ("export", "a run's events as JSON lines")):
+        cmd = runs_sub.add_parser(name, help=text)
+        cmd.add_argument("--store", help="the run store (default: $ROLECAST_STORE or ./.rolecast/runs.db)")
+        if name != "list":
+            cmd.add_argument("run_id")
+        if name == "graph":
+            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="show which model a run would use")
+    ask = sub.add_parser("ask", help="ask the configured model one question")
+    ask.add_argument("prompt")
+    choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does")
+    choose.add_argument("prompt")
+    choose.add_argument("n", type=int)
+    _runs_parser(sub)
+    args = parser.parse_args(argv)
+
+    enable_logging("DEBUG" if args.verbose else "INFO")
+    try:
+        if args.command == "info":
+            return _info()
+        if args.command == "ask":
+            return asyncio.run(_ask(args.prompt))
+        if args.command == "runs":
+            return _runs(args)
+        return asyncio.run(_choose(args.prompt, args.n))
+    except RolecastError as exc:
+        print(f"rolecast: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
