@@ -76,18 +76,26 @@ class RunError(RolecastError):
 
 
 class BudgetExceeded(RunError):
-    """The next LLM call would take the spend past the budget.
+    """The next LLM call could take the spend past the budget.
 
-    Raised *before* the call is made, so nothing is paid for that was not allowed.
+    Raised *before* the call is made, so nothing is paid for that was not allowed:
+    ``spent`` so far, ``reserved`` by calls still running, ``needed`` the worst case
+    of the refused call (its prompt plus its ``max_tokens``).
     """
 
-    def __init__(self, spent: float, limit: float, *, role: str | None = None, model: str | None = None):
+    def __init__(
+        self, spent: float, limit: float, *, role: str | None = None, model: str | None = None,
+        reserved: float = 0.0, needed: float = 0.0,
+    ):
         self.spent = spent
         self.limit = limit
         self.role = role
         self.model = model
+        self.reserved = reserved
+        self.needed = needed
         who = f" (role {role!r}, model {model!r})" if role or model else ""
-        super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{who}")
+        more = f"; ${reserved:.6f} reserved by calls running, this call may cost ${needed:.6f}" if needed else ""
+        super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{more}{who}")
 
 
 class ActionFailed(RunError):
@@ -164,7 +172,12 @@ def _brief(request: Any, limit: int = 300) -> str:
 
 
 class LLMError(RunError):
-    """The language model did not give a usable answer."""
+    """The language model did not give a usable answer.
+
+    ``partial`` keeps what a stream delivered before it broke (it was paid for).
+    """
+
+    partial: str = ""
 
 
 class LLMConnectionError(LLMError):

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
-from ..cost import estimate_tokens
-from ..errors import InvalidChoice, OutputParseError, UsageError
+from ..cost import Reservation, estimate_tokens, max_prompt_tokens
+from ..errors import InvalidChoice, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
@@ -177,6 +177,10 @@ class BaseLLM(ABC):
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
     free: bool = False
+    #: ``max_tokens`` of a call whose settings name none: every call has a worst case the budget can reserve
+    default_max_tokens: int = 4096
+    #: ``max_tokens`` of a state-selection answer whose settings name none ("-1", "12": a few tokens)
+    choice_max_tokens: int = 32
 
     def __init__(self, model: str, settings: LLMSettings | None = None):
         self.model = model
@@ -215,20 +219,52 @@ class BaseLLM(ABC):
         meter = current_meter()
         meter.cost_manager.check(self.model, estimate_tokens(messages_text(messages)), role=meter.role, free=self.free)
 
-    def _record(self, messages: Messages, usage: Usage, text: str) -> float:
+    def _reserve(self, messages: Messages, max_tokens: int, request: dict[str, Any]) -> Reservation:
+        """Reserve the call's worst case: an upper bound of its prompt (tools and schema too) plus ``max_tokens``."""
+        extra = json.dumps([request.get("tools"), request.get("schema")], default=str)
+        prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
+        meter = current_meter()
+        return meter.cost_manager.reserve(self.model, prompt, max_tokens, role=meter.role, free=self.free)
+
+    def _record(self, messages: Messages, usage: Usage, text: str, reservation: Reservation | None = None) -> float:
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
         meter = current_meter()
+        if reservation is not None:
+            return meter.cost_manager.settle(reservation, usage.prompt_tokens, usage.completion_tokens)
         return meter.cost_manager.record(
             self.model, usage.prompt_tokens, usage.completion_tokens, role=meter.role, free=self.free
         )
 
+    def _attempt_failed(self, exc: BaseException, *, messages: Messages | None = None, partial: str = "") -> None:
+        """Count one failed attempt in usage and the run log (every attempt is metered, also a retried one).
+
+        A partial answer (a stream cut off) was paid for: its prompt and text are charged by estimate.
+        """
+        meter = current_meter()
+        prompt = estimate_tokens(messages_text(messages)) if partial and messages else 0
+        meter.cost_manager.record_failure(
+            self.model, prompt, estimate_tokens(partial), role=meter.role, free=self.free
+        )
+        if meter.run_log is not None:
+            meter.run_log.record_call(meter.role or "", {
+                "action": current_action(), "model": self.model, "error": f"{type(exc).__name__}: {exc}",
+            })
+
+    def _effective(self, settings: LLMSettings, default_max_tokens: int | None = None) -> LLMSettings:
+        """``settings`` with a finite ``max_tokens`` (the provider's default when none is asked)."""
+        if settings.max_tokens:
+            return settings
+        return settings.merged({"max_tokens": default_max_tokens or self.default_max_tokens})
+
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
+        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], *,
+        max_tokens: int | None = None, **request: Any,
     ) -> Completion:
         """Every model call goes through here: answered from the run log when the log holds it
         (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
-        checked against the budget, made, metered, and logged before its answer is used."""
+        its worst case reserved against the budget, made, metered, and logged before its
+        answer is used. A failed call is counted too."""
         meter = current_meter()
         log = meter.run_log
         role, action = meter.role or "", current_action()
@@ -239,16 +275,16 @@ class BaseLLM(ABC):
                 completion = Completion.from_json(recorded)
                 self._record(messages, completion.usage, completion.text)  # the run's totals span restarts
                 return completion
-        self._check_budget(messages)
+        reservation = self._reserve(messages, max_tokens or self.default_max_tokens, request)
         started = time.monotonic()
         try:
             completion = await call()
-        except Exception as exc:
-            if log is not None:
-                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
+        except BaseException as exc:
+            meter.cost_manager.release(reservation)
+            if isinstance(exc, Exception):
+                self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""))
             raise
-        cost = self._record(messages, completion.usage, completion.text)
+        cost = self._record(messages, completion.usage, completion.text, reservation)
         if log is not None:
             log.record_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
@@ -271,10 +307,11 @@ class BaseLLM(ABC):
             raise UsageError(f"{self!r} does not support native tool calls")
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
+        effective = self._effective(merged)
         return await self._metered(
             "complete", messages,
-            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
-            stop=stops, settings=merged.model_dump(exclude_none=True),
+            lambda: self._complete(messages, stop=stops, settings=effective, structured=structured, tools=tools),
+            max_tokens=effective.max_tokens, stop=stops, settings=merged.model_dump(exclude_none=True),
             schema=structured.schema if structured else None, tools=tools,
         )
 
@@ -302,22 +339,28 @@ class BaseLLM(ABC):
         messages = to_messages(prompt, system_msgs)
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
+        effective = self._effective(merged)
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
 
         async def call() -> Completion:
             parts: list[str] = []
             usage = Usage()
-            async for chunk in self._stream(messages, stop=stops, settings=merged):
-                if isinstance(chunk, Usage):
-                    usage = chunk
-                elif chunk:
-                    parts.append(chunk)
-                    chunks.put_nowait(chunk)
+            try:
+                async for chunk in self._stream(messages, stop=stops, settings=effective):
+                    if isinstance(chunk, Usage):
+                        usage = chunk
+                    elif chunk:
+                        parts.append(chunk)
+                        chunks.put_nowait(chunk)
+            except LLMError as exc:
+                exc.partial = "".join(parts)  # what was streamed (and paid for) before it broke
+                raise
             return Completion(text="".join(parts), usage=usage, model=self.model)
 
         # the same metered path as every call; chunks are passed on as they come
         task = asyncio.ensure_future(self._metered(
-            "complete", messages, call, stop=stops, settings=merged.model_dump(exclude_none=True)
+            "complete", messages, call, max_tokens=effective.max_tokens,
+            stop=stops, settings=merged.model_dump(exclude_none=True),
         ))
         task.add_done_callback(lambda _: chunks.put_nowait(None))
         streamed = False
@@ -350,9 +393,10 @@ class BaseLLM(ABC):
             raise UsageError("choose() needs at least one option")
         messages = to_messages(prompt, system_msgs)
         merged = self.settings.merged(settings)
+        effective = self._effective(merged, self.choice_max_tokens)
         completion = await self._metered(
-            "choose", messages, lambda: self._choose_text(messages, n_options, merged),
-            n_options=n_options, settings=merged.model_dump(exclude_none=True),
+            "choose", messages, lambda: self._choose_text(messages, n_options, effective),
+            max_tokens=effective.max_tokens, n_options=n_options, settings=merged.model_dump(exclude_none=True),
         )
         return parse_choice(completion.text, n_options)
 
