@@ -20,11 +20,15 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ReplayError             a resumed or replayed run met a call its log cannot answer
     │   │   ├── ReplayMismatch      the run asked something else than the log recorded here
     │   │   └── ReplayMissing       a replayed run asked something the log never recorded
+    │   ├── DeadlineExceeded        a round or a run took longer than its deadline
     │   └── LLMError                the model could not give a usable answer
     │       ├── LLMConnectionError  the server could not be reached (after retries)
     │       ├── LLMTimeoutError     the server did not answer in time (after retries)
     │       ├── LLMRateLimitError   HTTP 429 (after retries)
     │       ├── LLMAPIError         any other error status from the server
+    │       ├── LLMResponseError    the server answered, but not a usable completion (after retries)
+    │       │   ├── LLMIncompleteError   a stream broke off before the answer ended
+    │       │   └── LLMEmptyAnswerError  no text and no tool call where an answer was expected
     │       └── OutputParseError    the model's text does not have the asked format
     │           ├── InvalidChoice   a state-selection answer that is not a number in range
     │           └── PlanParseError  one answer could not be read as a plan (the planner re-asks)
@@ -180,6 +184,15 @@ class LLMError(RunError):
     partial: str = ""
 
 
+class DeadlineExceeded(RunError):
+    """A round or a whole run took longer than the deadline it was given (``what``, ``seconds``)."""
+
+    def __init__(self, what: str, seconds: float):
+        self.what = what
+        self.seconds = seconds
+        super().__init__(f"{what} did not finish within its deadline of {seconds:g} s")
+
+
 class LLMConnectionError(LLMError):
     """The model server could not be reached, after the configured retries."""
 
@@ -199,6 +212,26 @@ class LLMAPIError(LLMError):
         self.status_code = status_code
         self.body = body
         super().__init__(message)
+
+
+class LLMResponseError(LLMError):
+    """The server answered, but not with a usable completion: malformed JSON, an HTML or
+    plain-text page, no ``choices``, garbled server-sent events. Retried like a 5xx."""
+
+    def __init__(self, message: str, *, body: Any = None):
+        self.body = body
+        super().__init__(message)
+
+
+class LLMIncompleteError(LLMResponseError):
+    """A streamed answer stopped before it ended (no ``finish_reason``, no ``[DONE]``).
+
+    ``partial`` holds the text that arrived; it is never returned as if it were the answer.
+    """
+
+
+class LLMEmptyAnswerError(LLMResponseError):
+    """The model answered with no text and no tool call (``content: null``) where an answer was expected."""
 
 
 class OutputParseError(LLMError):
@@ -248,12 +281,16 @@ __all__ = [
     "ConfigError",
     "ControlFlow",
     "DataError",
+    "DeadlineExceeded",
     "InvalidChoice",
     "InvocationCancelled",
     "LLMAPIError",
     "LLMConnectionError",
+    "LLMEmptyAnswerError",
     "LLMError",
+    "LLMIncompleteError",
     "LLMRateLimitError",
+    "LLMResponseError",
     "LLMTimeoutError",
     "NestedEventLoopError",
     "OutputParseError",

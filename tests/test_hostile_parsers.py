@@ -231,10 +231,10 @@ def test_registered_and_allowed_classes_are_rebuilt() -> None:
 
 
 def test_an_allowed_module_is_imported_only_for_a_pydantic_model() -> None:
-    allow_instruct_modules("rolecast.config")
-    rebuilt = Message.from_json('{"instruct_content": {"class": "rolecast.config.LLMConfig", "value": {}}}')
-    assert type(rebuilt.instruct_content).__name__ == "LLMConfig"
-    not_a_model = Message.from_json('{"instruct_content": {"class": "rolecast.config.os", "value": {}}}')
+    allow_instruct_modules("rolecast.settings")
+    rebuilt = Message.from_json('{"instruct_content": {"class": "rolecast.settings.LLMSettings", "value": {}}}')
+    assert type(rebuilt.instruct_content).__name__ == "LLMSettings"
+    not_a_model = Message.from_json('{"instruct_content": {"class": "rolecast.settings.Any", "value": {}}}')
     assert isinstance(not_a_model.instruct_content, InstructContent)
 
 

@@ -23,14 +23,26 @@ again without it and, if that works, the field is not sent again by this instanc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import random
 from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from loguru import logger
 
 from ..config import OpenAIConfig
-from ..errors import ConfigError, LLMAPIError
+from ..errors import (
+    ConfigError,
+    LLMAPIError,
+    LLMEmptyAnswerError,
+    LLMError,
+    LLMIncompleteError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
 from .base import (
     BaseLLM,
     Completion,
@@ -55,14 +67,51 @@ _FORMAT_KINDS = ("json_schema", "json_object")
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """Connection errors, timeouts, 429 and 5xx are worth another try; nothing else is."""
+    """Connection errors, timeouts, 429, 5xx and unusable answers are worth another try; nothing else is."""
     import openai
 
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    if isinstance(exc, (openai.APIConnectionError, asyncio.TimeoutError, TimeoutError, json.JSONDecodeError)):
+        return True  # APIConnectionError includes the SDK's per-read APITimeoutError
+    if isinstance(exc, LLMResponseError):  # malformed, empty or not JSON at all: a proxy's error page, a glitch
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
     return False
+
+
+def retry_after(exc: BaseException | None) -> float | None:
+    """Seconds a server asked to wait (``retry-after-ms`` or ``Retry-After``: seconds or an HTTP date)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        if value.strip().replace(".", "", 1).isdigit():
+            return max(0.0, float(value))
+        return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _check_response(response: Any) -> Any:
+    """The response if it is a chat completion with at least one choice, else :class:`LLMResponseError`."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        body = response if isinstance(response, (str, bytes)) else repr(response)
+        raise LLMResponseError(f"the model server's answer is not a chat completion: {str(body)[:200]!r}", body=body)
+    if not choices or getattr(choices[0], "message", None) is None:
+        raise LLMResponseError("the model server returned no choices", body=repr(response)[:2000])
+    message = choices[0].message
+    if not getattr(message, "content", None) and not getattr(message, "tool_calls", None):
+        raise LLMEmptyAnswerError(
+            f"the model answered with no text and no tool call (finish_reason={choices[0].finish_reason!r})"
+        )
+    return response
 
 
 def _rejects_field(exc: LLMAPIError, field: str) -> bool:
@@ -88,12 +137,76 @@ def _usage(raw: Any) -> Usage:
     return Usage(int(raw.prompt_tokens or 0), int(raw.completion_tokens or 0))
 
 
+class _StreamState:
+    """Server-sent events of a chat-completions stream, parsed strictly, one line at a time."""
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+        self.parts: list[str] = []
+        self.usage: Usage | None = None
+        self.done = False  # [DONE] seen
+        self.finished = False  # a finish_reason seen
+
+    def feed(self, line: str | None) -> list[str]:
+        """Take one line (``None`` at the end of the body); returns the text pieces it completed."""
+        if line is None or line == "":
+            try:
+                return self._dispatch()
+            except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong type
+                raise LLMResponseError(f"the stream sent a malformed event: {exc}") from exc
+        if line.startswith(":"):
+            return []  # a comment (keep-alive)
+        name, _, value = line.partition(":")
+        if name == "data":
+            self.data.append(value[1:] if value.startswith(" ") else value)
+        elif name not in ("event", "id", "retry"):
+            raise LLMResponseError(f"the stream sent a line that is not a server-sent event: {line[:200]!r}")
+        return []
+
+    def _dispatch(self) -> list[str]:
+        if not self.data:
+            return []
+        data, self.data = "\n".join(self.data), []
+        if data.strip() == "[DONE]":
+            self.done = True
+            return []
+        try:
+            event = json.loads(data)
+        except ValueError as exc:
+            raise LLMResponseError(f"the stream sent an event that is not JSON: {data[:200]!r}") from exc
+        if not isinstance(event, dict):
+            raise LLMResponseError(f"the stream sent an event that is not an object: {data[:200]!r}")
+        if event.get("error"):
+            raise LLMAPIError(f"the model server reported an error mid-stream: {event['error']}", body=event)
+        if isinstance(event.get("usage"), dict):
+            raw = event["usage"]
+            self.usage = Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+        choices = event.get("choices") or []
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+            raise LLMResponseError(f"the stream sent malformed choices: {data[:200]!r}")
+        pieces = []
+        for choice in choices:
+            if choice.get("index", 0) != 0:
+                continue
+            self.finished = self.finished or choice.get("finish_reason") is not None
+            delta = choice.get("delta")
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                self.parts.append(content)
+                pieces.append(content)
+        return pieces
+
+
 class OpenAILLM(BaseLLM):
     """A model behind an OpenAI-compatible chat-completions API.
 
     ``retry_initial``, ``retry_max`` and ``retry_jitter`` (seconds) shape the backoff
     between attempts; tests make them tiny. ``max_retries`` is the number of retries
-    after the first attempt.
+    after the first attempt. A server's ``Retry-After`` (or ``retry-after-ms``) is
+    honoured, up to ``retry_after_max`` seconds. ``timeout`` (or the call's
+    ``settings.timeout``) bounds each attempt as a whole — not each read, so a server
+    trickling bytes cannot stretch a call — and every attempt, failed ones too, is
+    metered.
     """
 
     supports_json_schema = True
@@ -112,6 +225,7 @@ class OpenAILLM(BaseLLM):
         retry_initial: float = 0.5,
         retry_max: float = 8.0,
         retry_jitter: float = 0.5,
+        retry_after_max: float = 30.0,
         http_client: Any = None,
     ):
         super().__init__(model, settings)
@@ -127,6 +241,7 @@ class OpenAILLM(BaseLLM):
         self.retry_initial = retry_initial
         self.retry_max = retry_max
         self.retry_jitter = retry_jitter
+        self.retry_after_max = retry_after_max
         # True = always send response_format, False = never, None = try and learn.
         self.structured_outputs = structured_outputs
         self.supports_json_schema = structured_outputs is not False
@@ -204,20 +319,19 @@ class OpenAILLM(BaseLLM):
             params["extra_body"] = dict(settings.extra)
         return params
 
-    async def _create(self, params: dict[str, Any], probe: str | None = None) -> Any:
+    async def _create(
+        self, params: dict[str, Any], probe: str | None = None, *, check: bool = True, raw: bool = False
+    ) -> Any:
         """One request, retried on transient errors, SDK errors mapped to rolecast errors.
 
         ``probe`` names an optional field whose support is being learned: an error that
         names it is an answer about the field, not a transient failure, so it is not retried.
+        Each attempt must finish within the timeout (as a whole); with ``check`` its
+        answer must be a usable chat completion, or it counts as a failed attempt. With
+        ``raw`` the HTTP response comes back unread (a stream, parsed by :meth:`_stream`).
         """
         import openai
-        from tenacity import (
-            AsyncRetrying,
-            retry_if_exception,
-            stop_after_attempt,
-            wait_exponential,
-            wait_random,
-        )
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         def should_retry(exc: BaseException) -> bool:
             if probe and isinstance(exc, openai.APIStatusError) and probe in str(exc):
@@ -226,24 +340,38 @@ class OpenAILLM(BaseLLM):
 
         client = self._get_client()
         attempts = 0
+        limit = float(params.get("timeout") or self.timeout)
         retrying = AsyncRetrying(
             retry=retry_if_exception(should_retry),
             stop=stop_after_attempt(self.max_retries + 1),
-            # exponential backoff plus random jitter, spelled portably across tenacity 8 and 9
-            wait=wait_exponential(multiplier=self.retry_initial, max=self.retry_max)
-            + wait_random(0, self.retry_jitter),
-            before_sleep=lambda state: logger.debug(
-                "{}: attempt {} failed ({}); retrying", self, state.attempt_number,
-                state.outcome.exception() if state.outcome else None,
-            ),
+            wait=self._wait,
+            before_sleep=self._before_sleep,
             reraise=True,
         )
         with openai_errors(attempts=lambda: attempts):
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    return await client.chat.completions.create(**params)
+                    create = client.chat.completions.with_raw_response.create if raw else client.chat.completions.create
+                    response = await asyncio.wait_for(create(**params), limit)
+                    if raw:
+                        return response.http_response
+                    return _check_response(response) if check else response
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+
+    def _wait(self, state: Any) -> float:
+        """Exponential backoff with jitter, or the server's ``Retry-After`` (capped) when it sent one."""
+        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        if asked is not None:
+            return min(asked, self.retry_after_max)
+        backoff = min(self.retry_max, self.retry_initial * 2 ** (state.attempt_number - 1))
+        return backoff + random.uniform(0, self.retry_jitter)
+
+    def _before_sleep(self, state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, exc)
+        if exc is not None:
+            self._attempt_failed(exc)  # the seam meters the last attempt; the retried ones are metered here
 
     async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
         """Send ``params`` constrained to ``request.schema`` in the best format the server takes.
@@ -269,6 +397,7 @@ class OpenAILLM(BaseLLM):
                 if not learning or not _rejects_field(exc, "response_format"):
                     raise
                 logger.info("{}: the server rejected response_format {} ({})", self, kind, exc)
+                self._attempt_failed(exc)
                 continue
             if learning:
                 self.structured_outputs = True
@@ -284,17 +413,18 @@ class OpenAILLM(BaseLLM):
         """Open a stream, asking for usage in its last chunk unless the server is known to refuse."""
         params = {**params, "stream": True}
         if self._stream_usage is False:
-            return await self._create(params)
+            return await self._create(params, raw=True)
         with_usage = {**params, "stream_options": {"include_usage": True}}
         if self._stream_usage:
-            return await self._create(with_usage)
+            return await self._create(with_usage, raw=True)
         try:
-            stream = await self._create(with_usage, probe="stream_options")
+            stream = await self._create(with_usage, probe="stream_options", raw=True)
         except LLMAPIError as exc:
             if not _rejects_field(exc, "stream_options"):
                 raise
             logger.info("{}: the server rejected stream_options ({}); streaming without usage", self, exc)
-            stream = await self._create(params)
+            self._attempt_failed(exc)
+            stream = await self._create(params, raw=True)
             self._stream_usage = False
             return stream
         self._stream_usage = True
@@ -302,9 +432,7 @@ class OpenAILLM(BaseLLM):
 
     @staticmethod
     def _completion(response: Any, stop: list[str] | None) -> Completion:
-        if not response.choices:
-            raise LLMAPIError("the model server returned no choices", body=None)
-        choice = response.choices[0]
+        choice = _check_response(response).choices[0]
         message = choice.message
         calls: list[ToolCall] = []
         for tc in message.tool_calls or []:
@@ -340,21 +468,48 @@ class OpenAILLM(BaseLLM):
     async def _stream(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
-        stream = await self._create_stream(self._params(messages, stop, settings))
-        usage: Usage | None = None
+        """Read the server-sent events ourselves: a stream must end with ``[DONE]`` or a
+        ``finish_reason``; a cut, garbled or non-SSE stream is a typed error, never a short answer."""
+        params = self._params(messages, stop, settings)
+        limit = float(params.get("timeout") or self.timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        response = await self._create_stream(params)
+        state = _StreamState()
         try:
-            # mid-stream failures are not retried: part of the answer is already out
-            with openai_errors():
-                async for chunk in stream:
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices or []:
-                        if choice.index == 0 and choice.delta is not None and choice.delta.content:
-                            yield choice.delta.content
+            kind = response.headers.get("content-type", "")
+            if "text/event-stream" not in kind:
+                raise LLMResponseError(f"the server answered a stream request with {kind or 'no content type'}")
+            lines = response.aiter_lines().__aiter__()
+            while not state.done:
+                try:
+                    line = await asyncio.wait_for(lines.__anext__(), max(0.0, deadline - loop.time()))
+                except StopAsyncIteration:
+                    line = None
+                except (asyncio.TimeoutError, TimeoutError) as exc:
+                    raise LLMTimeoutError(f"the streamed answer did not finish within {limit:g} s") from exc
+                except Exception as exc:  # the connection broke mid-stream
+                    raise LLMIncompleteError(f"the stream broke off: {type(exc).__name__}: {exc}") from exc
+                for piece in state.feed(line):
+                    yield piece
+                if line is None:
+                    break
+        except LLMError as exc:
+            exc.partial = "".join(state.parts)
+            raise
         finally:
-            await stream.close()
-        if usage is not None:
-            yield usage
+            with contextlib.suppress(Exception):
+                await response.aclose()
+        if not (state.done or state.finished):
+            error = LLMIncompleteError(
+                f"the stream ended before the answer did (no [DONE], no finish_reason; {len(state.parts)} piece(s))"
+            )
+            error.partial = "".join(state.parts)
+            raise error
+        if not state.parts:
+            raise LLMEmptyAnswerError("the model streamed no text")
+        if state.usage is not None:
+            yield state.usage
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         """Ask for ``{"choice": k}`` with k in a JSON-schema enum where the server supports it.
