@@ -23,16 +23,16 @@ import sys
 sys.path.insert(0, os.getcwd())
 os.environ.setdefault("ROLECAST_STORE", "off")
 
-from actions import Action  # noqa: E402
-from actions.loops import ReActAction  # noqa: E402
-from actions.tools import tool  # noqa: E402
-from environment import Team  # noqa: E402
-from memory import Message  # noqa: E402
-from rolecast.cost import CostManager  # noqa: E402
-from rolecast.errors import BudgetExceeded, RolecastError  # noqa: E402
-from rolecast.llm import Completion, Usage  # noqa: E402
-from rolecast.testing import FunctionLLM  # noqa: E402
-from roles import Role  # noqa: E402
+from actions import Action
+from actions.loops import ReActAction
+from actions.tools import tool
+from environment import Team
+from memory import Message
+from rolecast.cost import CostManager
+from rolecast.errors import BudgetExceeded, RolecastError
+from rolecast.llm import Completion, Usage
+from rolecast.testing import FunctionLLM
+from roles import Role
 
 MODEL = "gpt-4o-mini"
 PROMPT = "Say something about the project. " * 10

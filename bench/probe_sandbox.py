@@ -164,6 +164,15 @@ async def _serve(port_holder: list[int]) -> asyncio.AbstractServer:
     return server
 
 
+def _targets() -> tuple[Path, str]:
+    outside = Path(tempfile.mkdtemp(prefix="probe-outside-"))
+    outside.chmod(0o777)  # writable to anyone: only the sandbox's own confinement can stop the write
+    fd, secret_file = tempfile.mkstemp(prefix="probe-secret-")  # 0600, the framework's own
+    os.write(fd, b"rolecast secret")
+    os.close(fd)
+    return outside, secret_file
+
+
 def _supports(name: str) -> bool:
     return name in inspect.signature(run_python).parameters
 
@@ -173,11 +182,7 @@ async def probe(namespaces: bool) -> None:
     print(f"--- {mode} (uid {os.getuid()})")
     ports: list[int] = []
     server = await _serve(ports)
-    outside = Path(tempfile.mkdtemp(prefix="probe-outside-"))
-    outside.chmod(0o777)  # writable to anyone: only the sandbox's own confinement can stop the write
-    secret_file = Path(tempfile.mkstemp(prefix="probe-secret-")[1])
-    secret_file.write_text("rolecast secret")
-    secret_file.chmod(0o600)
+    outside, secret_file = _targets()
     beat = outside / "beat"
     env = {"PORT": str(ports[0]), "OUTSIDE": str(outside), "SECRET_FILE": str(secret_file), "BEAT": str(beat)}
     for name, code in ATTACKS.items():
@@ -205,7 +210,7 @@ async def probe(namespaces: bool) -> None:
     print(f"  {'setsid double-forked daemon, timeout 3 s':45} run_python took {took:.1f}s; "
           f"timed_out={result.timed_out}; daemon {'STILL ALIVE' if alive else 'dead'} after it returned")
     server.close()
-    secret_file.unlink()
+    os.unlink(secret_file)
     assert HEAP_SECRET
 
 
