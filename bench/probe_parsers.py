@@ -89,6 +89,8 @@ PROBES: dict[str, str] = {
 
 RUNNER = """
 import sys, time
+import actions, memory, roles, rolecast.llm.base, rolecast.jsonutil  # imports are not what is timed
+import actions.loops.stepwise, actions.semantic_kernel.planners.sequential, actions.plan_and_act
 code = sys.argv[1]
 t = time.perf_counter()
 try:
