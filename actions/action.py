@@ -24,13 +24,28 @@ CLASS_KEY = "class_path"
 _IN_RUN: ContextVar[frozenset[int]] = ContextVar("rolecast_in_run", default=frozenset())
 
 
+# The wrapper below reaches the ContextVar only through these module functions: a user's
+# Action subclass is shipped to other processes by cloudpickle (the Ray runtime), which
+# copies the wrapper by value with the globals it names, and a ContextVar cannot be pickled.
+def _active_runs() -> frozenset[int]:
+    return _IN_RUN.get()
+
+
+def _enter_run(active: frozenset[int]) -> Any:
+    return _IN_RUN.set(active)
+
+
+def _leave_run(token: Any) -> None:
+    _IN_RUN.reset(token)
+
+
 def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap an ``Action.run`` so that every call goes through the context's hooks."""
     signature = inspect.signature(run)
 
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
-        active = _IN_RUN.get()
+        active = _active_runs()
         if id(self) in active:
             return await run(self, *args, **kwargs)
         with acting(self.name):  # model calls made inside are logged with this action's name
@@ -44,12 +59,12 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
 
         async def call(args: dict[str, Any]) -> Any:
-            token = _IN_RUN.set(active | {id(self)})
+            token = _enter_run(active | {id(self)})
             try:
                 bound.arguments.update(args)
                 return await run(*bound.args, **bound.kwargs)
             finally:
-                _IN_RUN.reset(token)
+                _leave_run(token)
 
         return await hooks.invoke("action", self.name, arguments, call, action=self)
 

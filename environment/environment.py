@@ -16,6 +16,8 @@ from rolecast.runlog import RunLog
 from rolecast.store import ROUND_FINISHED, ROUND_STARTED, TURN_FAILED, TURN_FINISHED, TURN_STARTED
 from roles import Role
 
+from .runtime import Runtime
+
 
 class Environment(BaseModel):
     """Holds roles and routes messages between them.
@@ -39,6 +41,8 @@ class Environment(BaseModel):
     context: Context = Field(default_factory=Context, exclude=True)
     on_error: Literal["stop", "continue"] = "stop"
     errors: list[RolecastError] = Field(default_factory=list, exclude=True)
+    #: where the roles run: None in this process; a :class:`~environment.runtime.Runtime` (Ray) elsewhere
+    runtime: Runtime | None = Field(default=None, exclude=True)
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
@@ -68,6 +72,8 @@ class Environment(BaseModel):
         self.roles[role.name] = role
         role.set_env(self)
         self.set_addresses(role, role.addresses)
+        if self.runtime is not None:
+            self.runtime.add_role(role)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         for role in roles:
@@ -114,6 +120,9 @@ class Environment(BaseModel):
 
     def _deliver(self, message: Message) -> None:
         self.history.add(message)
+        if self.runtime is not None:
+            self.runtime.deliver(message)
+            return
         if MESSAGE_ROUTE_TO_ALL in message.send_to:
             targets: Iterable[Role] = self.roles.values()
         else:
@@ -141,11 +150,16 @@ class Environment(BaseModel):
     @property
     def is_idle(self) -> bool:
         """True when no role has anything to read or do."""
+        if self.runtime is not None:
+            return self.runtime.is_idle
         return all(role.is_idle for role in self.roles.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:
         """Run ``k`` rounds; in each, every role with news takes its turn concurrently."""
+        if self.runtime is not None:
+            await self._run_on(self.runtime, k)
+            return
         for _ in range(k):
             active = [role for role in self.roles.values() if not role.is_idle]
             if not active:
@@ -162,6 +176,21 @@ class Environment(BaseModel):
             if log is not None:
                 log.emit(ROUND_FINISHED, {"messages": len(outbox)})
             self._handle_failures(active, results)
+
+    async def _run_on(self, runtime: Runtime, k: int) -> None:
+        """Rounds whose turns are taken where ``runtime`` keeps the roles; the rest is as above."""
+        for _ in range(k):
+            if runtime.is_idle:
+                return
+            log = self._run_log
+            if log is not None:
+                log.emit(ROUND_STARTED, {"runtime": type(runtime).__name__})
+            outcome = await runtime.run_round(self)
+            self._deliver_round(outcome.messages)
+            if log is not None:
+                log.emit(ROUND_FINISHED, {"messages": len(outcome.messages)})
+            active = [self.roles[name] for name in outcome.active]
+            self._handle_failures(active, [outcome.failures.get(name) for name in outcome.active])
 
     async def _turn(self, role: Role) -> Message | None:
         """One role's turn, logged: started, then finished (with its message) or failed."""

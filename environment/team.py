@@ -16,7 +16,7 @@ from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError
+from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
@@ -30,7 +30,21 @@ from rolecast.store import (
 from roles import Role
 
 from .environment import Environment
+from .ray_runtime import RayRuntime
+from .runtime import Runtime
 from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
+
+
+def _runtime(runtime: str | Runtime | None) -> Runtime | None:
+    """A runtime from what a user passed: None or ``"local"`` (in-process), ``"ray"``, or a runtime."""
+    if runtime is None or runtime == "local":
+        return None
+    if runtime == "ray":
+        return RayRuntime()
+    if isinstance(runtime, Runtime):
+        return runtime
+    raise UsageError(f"runtime must be 'local', 'ray' or a Runtime object, not {runtime!r}")
+
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
@@ -44,6 +58,10 @@ class Team(BaseModel):
         team.invest(3.0)                    # budget in dollars
         team.run_project("write a function that adds two numbers")
         history = await team.run(n_round=5)
+
+    ``runtime``: where the roles run — ``"local"`` (this process, the default), ``"ray"``
+    (Ray actors, see :class:`~environment.ray_runtime.RayRuntime`) or a runtime object;
+    the script and the history are the same under each.
 
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
     chooses whether a failing role stops the team (``"stop"``) or is recorded in
@@ -86,13 +104,14 @@ class Team(BaseModel):
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
+        runtime: str | Runtime | None = None,
         store: Any = DEFAULT,
         run_id: str | None = None,
         **data: Any,
     ):
         if "env" not in data:
             ctx = context or Context(config=config, llm=llm, llms=llms)
-            data["env"] = Environment(context=ctx, on_error=on_error)
+            data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
         super().__init__(**data)
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
@@ -159,6 +178,16 @@ class Team(BaseModel):
         store = self.run_log.store
         base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
         return base / "checkpoints" / self.run_id
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """Where the roles run: None in this process, else the runtime (``runtime="ray"``)."""
+        return self.env.runtime
+
+    def close(self) -> None:
+        """Release the runtime's workers (a Ray cluster this team started is shut down)."""
+        if self.env.runtime is not None:
+            self.env.runtime.close()
 
     @property
     def context(self) -> Context:

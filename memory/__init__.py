@@ -1,7 +1,13 @@
-"""Messages and memory: what is said on the bus and what each role remembers."""
+"""Messages and memory: what is said on the bus and what each role remembers.
+
+Semantic memory (texts found again by meaning) is :class:`SemanticMemory` over a
+:class:`VectorIndex`; :class:`LongTermMemory` keeps a role's prompts to the recent and
+the relevant part of its history.
+"""
 
 from loguru import logger
 
+from .longterm import LongTermMemory
 from .memory import Memory
 from .message import (
     MESSAGE_ROUTE_TO_ALL,
@@ -15,17 +21,28 @@ from .message import (
     any_to_str_set,
     register_instruct_model,
 )
+from .semantic import MemoryRecord, SemanticMemory
+from .vector_sqlite import SQLiteVectorIndex
+from .vectors import Hit, IndexItem, InMemoryVectorIndex, VectorIndex
 
 logger.disable("memory")
 
 __all__ = [
     "MESSAGE_ROUTE_TO_ALL",
     "AIMessage",
+    "Hit",
+    "InMemoryVectorIndex",
+    "IndexItem",
     "InstructContent",
+    "LongTermMemory",
     "Memory",
+    "MemoryRecord",
     "Message",
+    "SQLiteVectorIndex",
+    "SemanticMemory",
     "SystemMessage",
     "UserMessage",
+    "VectorIndex",
     "allow_instruct_modules",
     "any_to_str",
     "any_to_str_set",

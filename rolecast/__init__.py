@@ -4,6 +4,8 @@ The user-facing packages are ``memory``, ``actions``, ``roles`` and ``environmen
 this package holds what all of them need and knows nothing of roles.
 """
 
+import sys
+
 from loguru import logger
 
 from .errors import *  # noqa: F403
@@ -25,8 +27,6 @@ def enable_logging(level: str = "INFO") -> None:
     The framework keeps loguru disabled, as a library should; this enables its
     packages and replaces loguru's default handler with one at ``level``.
     """
-    import sys
-
     for name in _PACKAGES:
         logger.enable(name)
     logger.remove()

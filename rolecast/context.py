@@ -57,6 +57,16 @@ class Context:
     def set_llm(self, llm: BaseLLM) -> None:
         self._default = llm
 
+    @property
+    def given_llm(self) -> BaseLLM | None:
+        """The default model as given (None when it is to be made from the configuration)."""
+        return self._default
+
+    @property
+    def given_config(self) -> Config | None:
+        """The configuration as given (None when it is to be read from files and the environment)."""
+        return self._config
+
     def add_service(self, name: str, llm: BaseLLM) -> None:
         """Register a named model (Semantic Kernel's ``add_service`` with a service id)."""
         self._services[name] = llm

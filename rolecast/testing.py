@@ -10,6 +10,10 @@ the first stop, or at ``max_tokens`` by the estimate), count usage by a characte
 estimate, and record every call in ``calls``. A scripted :class:`~rolecast.llm.Completion`
 keeps the usage it was given, so a test can script an answer that overruns its reservation. Pass either
 as ``Team(llm=...)``, ``Role(llm=...)`` or ``Action(llm=...)``.
+
+Both also embed, deterministically and without using a scripted reply: words hashed
+into ``embed_dim`` dimensions (:func:`~rolecast.llm.embedders.hashed_vector`), so texts
+sharing words are near; each embed call is recorded with ``kind="embed"``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from .errors import ScriptExhausted, UsageError
 from .llm.base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
@@ -34,6 +40,7 @@ from .llm.base import (
     messages_text,
     truncate_at_stop,
 )
+from .llm.embedders import hashed_vector
 from .llm.recording import describe_request
 from .metering import current_meter
 from .runlog import RunLog, current_action
@@ -63,6 +70,9 @@ class Call:
 class _DoubleBase(BaseLLM):
     supports_json_schema = True
     supports_tools = True
+    supports_embeddings = True
+    #: dimensions of the deterministic embeddings
+    embed_dim: int = 256
 
     def __init__(self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None):
         super().__init__(model, settings)
@@ -70,6 +80,16 @@ class _DoubleBase(BaseLLM):
         self.free = model in ("scripted", "function")
         self.delay = delay
         self.calls: list[Call] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # shipped to another process (a Ray worker): everything but the lock
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def _finish(
@@ -93,6 +113,15 @@ class _DoubleBase(BaseLLM):
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         return await self._answer(messages, None, settings, None, None, kind="choose", n_options=n_options)
+
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        messages: Messages = [{"role": "user", "content": t} for t in texts]
+        with self._lock:
+            self.calls.append(Call(messages, None, self.settings, kind="embed", extra={"purpose": purpose}))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        usage = Usage(sum(estimate_tokens(t) for t in texts), 0, estimated=True)
+        return Embeddings([hashed_vector(t, self.embed_dim) for t in texts], usage, model=self.model)
 
     async def _complete(
         self,
@@ -218,6 +247,7 @@ class ReplayLLM(BaseLLM):
 
     supports_json_schema = True
     supports_tools = True
+    supports_embeddings = True
 
     def __init__(self, log: RunLog, *, model: str = "replay"):
         super().__init__(model)
@@ -244,6 +274,15 @@ class ReplayLLM(BaseLLM):
         completion = Completion.from_json(recorded)
         self._record(messages, completion.usage, completion.text)
         return completion
+
+    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
+        messages: Messages = [{"role": "user", "content": t} for t in texts]
+        fp, summary = describe_request("embed", messages, purpose=purpose)
+        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
+        assert recorded is not None  # replay mode raises instead of returning None
+        result = Embeddings.from_json(recorded)
+        self._record(messages, result.usage, "")
+        return result
 
     async def _complete(self, messages: Messages, **kwargs: Any) -> Completion:  # pragma: no cover
         raise UsageError("ReplayLLM answers only through the metered path")

@@ -40,7 +40,7 @@ from actions import Action, UserRequirement
 from actions.action import CLASS_KEY
 from actions.perform import perform
 from actions.plan_and_act import PlanRunner
-from memory import MESSAGE_ROUTE_TO_ALL, Message, any_to_str
+from memory import MESSAGE_ROUTE_TO_ALL, LongTermMemory, Message, any_to_str
 from rolecast.classes import class_path, loaded_subclass
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
@@ -82,7 +82,9 @@ class Role(BaseModel):
                 self.set_actions([SimpleWriteCode])
 
     Constructor keywords besides the fields: ``llm`` (a model for this role),
-    ``actions``, ``watch``, ``react_mode`` and ``max_react_loop``.
+    ``actions``, ``watch``, ``react_mode``, ``max_react_loop`` and ``long_term_memory``
+    (True or a :class:`~memory.LongTermMemory`: prompts then carry the recent and the
+    relevant part of the history, within a token budget, instead of all of it).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
@@ -110,6 +112,7 @@ class Role(BaseModel):
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _context: Context | None = PrivateAttr(default=None)
     _planner: PlanRunner | None = PrivateAttr(default=None)
+    _long_term_memory: LongTermMemory | None = PrivateAttr(default=None)
 
     @model_serializer(mode="wrap")
     def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -127,6 +130,7 @@ class Role(BaseModel):
         return handler(value)
 
     def __init__(self, llm: BaseLLM | None = None, **data: Any):
+        long_term_memory = data.pop("long_term_memory", None)
         data.pop(CLASS_KEY, None)
         rc = data.pop("rc", None)
         actions = data.pop("actions", None)
@@ -135,6 +139,7 @@ class Role(BaseModel):
         max_react_loop = data.pop("max_react_loop", None)
         super().__init__(**data)
         self._llm = llm
+        self.long_term_memory = long_term_memory
         if not self.name:
             self.name = type(self).__name__
         if not self.profile:
@@ -219,6 +224,28 @@ class Role(BaseModel):
     @planner.setter
     def planner(self, value: PlanRunner) -> None:
         self._planner = value
+
+    @property
+    def long_term_memory(self) -> LongTermMemory | None:
+        """This role's long-term memory, or None: its prompts then carry its whole history."""
+        return self._long_term_memory
+
+    @long_term_memory.setter
+    def long_term_memory(self, value: LongTermMemory | bool | None) -> None:
+        if value is True:
+            value = LongTermMemory()
+        elif value is False:
+            value = None
+        if value is not None and not isinstance(value, LongTermMemory):
+            raise UsageError(f"long_term_memory must be True, False, None or a LongTermMemory, not {value!r}")
+        self._long_term_memory = value
+
+    async def prompt_history(self) -> list[Message]:
+        """The history this role's prompts carry: all of it, or with long-term memory the recent
+        and the relevant-to-the-news part, within its token budget."""
+        if self._long_term_memory is None:
+            return self.rc.history
+        return await self._long_term_memory.context(self.rc.memory, self.rc.news)
 
     def _get_prefix(self) -> str:
         """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
@@ -368,7 +395,7 @@ class Role(BaseModel):
             self.recovered = False
             return True
         prompt = self._get_prefix() + STATE_TEMPLATE.format(
-            history="\n".join(str(m) for m in self.rc.history),
+            history="\n".join(str(m) for m in await self.prompt_history()),
             states="\n".join(self.states),
             n_states=n - 1,
             previous_state=self.rc.state,
@@ -393,7 +420,7 @@ class Role(BaseModel):
         if todo is None:
             raise UsageError(f"{self._setting}: _act called with nothing to do")
         logger.info("{}: to do {}", self._setting, todo.name)
-        return await perform(self, todo, self.rc.history)
+        return await perform(self, todo, await self.prompt_history())
 
     async def _react(self) -> Message | None:
         """Think then act, up to ``max_react_loop`` times; the last result is returned."""
@@ -418,7 +445,7 @@ class Role(BaseModel):
         """Run one plan task: remember its instruction ``note``, then ``action`` on the history."""
         self.remember(note)
         if self.acts_concurrently:
-            return await perform(self, action, self.rc.history)
+            return await perform(self, action, await self.prompt_history())
         self._set_state(self.actions.index(action))
         return await perform(self, action, invoke=self._act)
 

@@ -1,10 +1,10 @@
 """The one interface every model call in rolecast goes through.
 
 A provider implements :meth:`BaseLLM._complete` (and, when it can do better than the
-defaults, ``_stream`` and ``_choose_text``). The public methods — :meth:`ask`,
-:meth:`complete`, :meth:`stream`, :meth:`choose` and :meth:`structured` — live here
-once, so budget checks, usage accounting, strict choice parsing and structured-output
-re-asks are the same for every provider.
+defaults, ``_stream``, ``_choose_text`` and ``_embed``). The public methods — :meth:`ask`,
+:meth:`complete`, :meth:`stream`, :meth:`choose`, :meth:`structured` and :meth:`embed` —
+live here once, so budget checks, usage accounting, the run log, strict choice parsing
+and structured-output re-asks are the same for every provider.
 
 Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 """
@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
 from ..cost import Reservation, estimate_tokens, max_prompt_tokens
-from ..errors import InvalidChoice, LLMError, OutputParseError, UsageError
+from ..errors import InvalidChoice, LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
@@ -33,6 +34,9 @@ from .recording import describe_request
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+#: what a text is embedded for: models trained with two prompts (E5, nomic, Cohere, Voyage)
+#: embed a search query differently from the documents it searches; others embed both alike
+EmbedPurpose = Literal["document", "query"]
 
 #: what :meth:`BaseLLM.ask_valid` says to the model after an unusable answer
 DEFAULT_FIX = "That answer is invalid: {error}\nAnswer again with corrected JSON only."
@@ -95,6 +99,30 @@ class Completion:
 
 
 @dataclass
+class Embeddings:
+    """The vectors of one :meth:`BaseLLM.embed` call, one per text, in order, and its usage."""
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """These vectors as the run log keeps them (a resumed run reads them back, unpaid)."""
+        return {"vectors": self.vectors, "model": self.model,
+                "usage": {"prompt_tokens": self.usage.prompt_tokens, "estimated": self.usage.estimated}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Embeddings:
+        """Vectors read back from the run log."""
+        usage = data.get("usage") or {}
+        return cls(
+            vectors=[[float(x) for x in v] for v in data.get("vectors") or []],
+            usage=Usage(int(usage.get("prompt_tokens") or 0), 0, bool(usage.get("estimated"))),
+            model=str(data.get("model") or ""),
+        )
+
+
+@dataclass
 class StructuredRequest:
     """What a provider needs to constrain output to JSON of a schema."""
 
@@ -122,6 +150,27 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
         return text
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     return text if cut < 0 else text[:cut]
+
+
+def pooled_vector(embedding: Sequence[Any]) -> list[float]:
+    """One unit vector from what an embedding endpoint returned: a pooled vector as is, or the mean
+    of per-token vectors (llama.cpp answers so for a model without pooling, e.g. a chat model)."""
+    values: list[float]
+    if embedding and isinstance(embedding[0], (list, tuple)):
+        width = len(embedding[0])
+        sums = [0.0] * width
+        for token in embedding:
+            if len(token) != width:
+                raise LLMAPIError("per-token embeddings of different widths")
+            for i, x in enumerate(token):
+                sums[i] += float(x)
+        values = [x / len(embedding) for x in sums]
+    else:
+        values = [float(x) for x in embedding]
+    norm = math.sqrt(sum(x * x for x in values))
+    if not values or not math.isfinite(norm) or norm == 0.0:
+        raise LLMAPIError("the model returned an empty, zero or non-finite embedding")
+    return [x / norm for x in values]
 
 
 #: a choice is at most this many digits: -1 … 999 999 options (and never Python's int-digit limit)
@@ -168,11 +217,13 @@ class BaseLLM(ABC):
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
     can constrain output to a JSON schema), ``grammar_constrained`` (it decodes under
     a grammar, so constrained output is guaranteed), ``supports_tools`` (native tool
-    calls), ``free`` (usage is counted but costs nothing, e.g. a local model).
+    calls), ``supports_embeddings`` (:meth:`embed` works), ``free`` (usage is counted but
+    costs nothing, e.g. a local model).
     """
 
     supports_json_schema: bool = False
     supports_tools: bool = False
+    supports_embeddings: bool = False
     #: decodes under a grammar built from the schema: the output *always* matches it, so
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
@@ -214,6 +265,10 @@ class BaseLLM(ABC):
         """Answer a state-selection prompt; constrained providers override this."""
         return await self._complete(messages, stop=None, settings=settings)
 
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embed ``texts`` (one vector each, in order); providers with ``supports_embeddings`` override it."""
+        raise UsageError(f"{self!r} cannot embed text")
+
     # ----------------------------------------------------------------- metering
     def _check_budget(self, messages: Messages) -> None:
         meter = current_meter()
@@ -236,7 +291,9 @@ class BaseLLM(ABC):
             self.model, usage.prompt_tokens, usage.completion_tokens, role=meter.role, free=self.free
         )
 
-    def _attempt_failed(self, exc: BaseException, *, messages: Messages | None = None, partial: str = "") -> None:
+    def _attempt_failed(
+        self, exc: BaseException, *, messages: Messages | None = None, partial: str = "", **logged: Any
+    ) -> None:
         """Count one failed attempt in usage and the run log (every attempt is metered, also a retried one).
 
         A partial answer (a stream cut off) was paid for: its prompt and text are charged by estimate.
@@ -248,7 +305,7 @@ class BaseLLM(ABC):
         )
         if meter.run_log is not None:
             meter.run_log.record_call(meter.role or "", {
-                "action": current_action(), "model": self.model, "error": f"{type(exc).__name__}: {exc}",
+                "action": current_action(), "model": self.model, **logged, "error": f"{type(exc).__name__}: {exc}",
             })
 
     def _effective(self, settings: LLMSettings, default_max_tokens: int | None = None) -> LLMSettings:
@@ -282,7 +339,8 @@ class BaseLLM(ABC):
         except BaseException as exc:
             meter.cost_manager.release(reservation)
             if isinstance(exc, Exception):
-                self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""))
+                self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""), fingerprint=fp,
+                                     request=summary, latency=time.monotonic() - started)  # fmt: skip
             raise
         cost = self._record(messages, completion.usage, completion.text, reservation)
         if log is not None:
@@ -292,7 +350,61 @@ class BaseLLM(ABC):
             })
         return completion
 
+    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
+        """:meth:`_metered` for embeddings: answered from the run log when it holds the call,
+        else budget-checked, made, metered (input tokens) and logged."""
+        meter = current_meter()
+        log = meter.run_log
+        role, action = meter.role or "", current_action()
+        messages: Messages = [{"role": "user", "content": t} for t in texts]  # for fingerprints and estimates
+        fp, summary = describe_request("embed", messages, purpose=purpose) if log is not None else ("", {})
+        if log is not None:
+            recorded = log.lookup(role, action, fp, summary)
+            if recorded is not None:
+                result = Embeddings.from_json(recorded)
+                self._record(messages, result.usage, "")
+                return result
+        reservation = self._reserve(messages, 0, {})  # an embedding's cost is its input
+        started = time.monotonic()
+        try:
+            result = await self._embed(texts, purpose=purpose)
+        except BaseException as exc:
+            meter.cost_manager.release(reservation)
+            if isinstance(exc, Exception):  # counted, and logged as a failed call
+                self._attempt_failed(exc, fingerprint=fp, request=summary, latency=time.monotonic() - started)
+            raise
+        cost = self._record(messages, result.usage, "", reservation)
+        if log is not None:
+            log.record_call(role, {
+                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
+            })
+        return result
+
     # --------------------------------------------------------------- public API
+    async def embed(self, texts: Sequence[str], *, purpose: EmbedPurpose = "document") -> list[list[float]]:
+        """One vector per text, in order: a metered call like any other (budget, usage, run log).
+
+        ``purpose="query"`` marks search queries for models that embed them differently
+        from documents (E5, nomic …); the others embed both alike.
+        """
+        if isinstance(texts, str):
+            raise UsageError("embed() takes a list of texts, not one string")
+        items = list(texts)
+        bad = [type(t).__name__ for t in items if not isinstance(t, str)]
+        if bad:
+            raise UsageError(f"embed() takes texts (str), not {', '.join(sorted(set(bad)))}")
+        if purpose not in ("document", "query"):
+            raise UsageError(f"embed(purpose=...) must be 'document' or 'query', not {purpose!r}")
+        if not self.supports_embeddings:
+            raise UsageError(f"{self!r} cannot embed text: use an embedding model (rolecast.llm.embedders)")
+        if not items:
+            return []
+        result = await self._metered_embed(items, purpose)
+        if len(result.vectors) != len(items):
+            raise LLMAPIError(f"{self!r} returned {len(result.vectors)} vectors for {len(items)} texts")
+        return result.vectors
+
     async def complete(
         self,
         messages: Messages,

