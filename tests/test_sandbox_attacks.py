@@ -157,7 +157,7 @@ async def _beat_stops(beat: Path) -> bool:
 async def test_a_setsid_double_forked_daemon_dies_at_the_timeout(namespaces: bool, outside: Path) -> None:
     beat = outside / "beat"
     began = time.monotonic()
-    result = await run_python(DAEMON, timeout=2, env={"BEAT": str(beat)}, namespaces=namespaces,
+    result = await run_python(DAEMON, timeout=1, env={"BEAT": str(beat)}, namespaces=namespaces,
                               write_paths=[outside])  # fmt: skip
     took = time.monotonic() - began
     assert result.timed_out and took < 6  # 40 s past a 3 s timeout before
@@ -175,25 +175,25 @@ async def test_a_daemon_left_behind_by_finished_code_dies_too(namespaces: bool, 
 
 MEMORY = """
 import os, time
-for i in range(6):
+for i in range(4):
     if os.fork() == 0:
         try:
-            b = bytearray(40 * 1024 * 1024)
+            b = bytearray(30 * 1024 * 1024)
             for j in range(0, len(b), 4096):
                 b[j] = 1
             os.write(1, b"A")
-            time.sleep(3)
+            time.sleep(1)
         except MemoryError:
             pass
         os._exit(0)
-for i in range(6):
+for i in range(4):
     os.wait()
 """
 
 
 async def test_the_memory_of_the_whole_tree_is_capped(namespaces: bool) -> None:
-    result = await run_python(MEMORY, timeout=30, memory_mb=100, namespaces=namespaces)
-    assert result.stdout.count("A") <= 2  # 6 x 40 MB fitted under a 100 MB per-process limit before
+    result = await run_python(MEMORY, timeout=30, memory_mb=64, namespaces=namespaces)
+    assert result.stdout.count("A") <= 2  # 4 x 30 MB fitted under a 64 MB per-process limit before
 
 
 async def test_the_processes_of_the_whole_tree_are_capped(namespaces: bool) -> None:
@@ -219,9 +219,9 @@ async def test_without_landlock_cgroups_or_uid_the_supervisor_still_kills_and_ca
     degraded: None, outside: Path
 ) -> None:
     beat = outside / "beat"
-    result = await run_python(DAEMON, timeout=2, env={"BEAT": str(beat)}, namespaces=False)
+    result = await run_python(DAEMON, timeout=1, env={"BEAT": str(beat)}, namespaces=False)
     assert result.timed_out and result.duration < 6 and await _beat_stops(beat)
-    result = await run_python(MEMORY, timeout=30, memory_mb=100, namespaces=False)
+    result = await run_python(MEMORY, timeout=30, memory_mb=64, namespaces=False)
     assert result.killed_for and "MB of memory" in result.killed_for
     assert "memory" in result.observation()
     fork = "import os, time\nfor i in range(100):\n    if os.fork() == 0:\n        time.sleep(5)\n        os._exit(0)\n"
