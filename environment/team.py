@@ -18,7 +18,7 @@ from rolecast.config import Config
 from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
+from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
@@ -110,6 +110,11 @@ class Team(BaseModel):
     ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
     every recorded model call answered from the log (nothing is paid twice), and the
     run goes on live from the first call the log does not hold.
+
+    ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
+    or the whole :meth:`run` that takes longer is cancelled and raises
+    :class:`~rolecast.errors.DeadlineExceeded`. Each model call has its own deadline
+    too (its provider's ``timeout``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -123,6 +128,8 @@ class Team(BaseModel):
     env: Environment
     investment: float = 10.0
     idea: str = ""
+    round_timeout: float | None = None
+    run_timeout: float | None = None
 
     def __init__(
         self,
@@ -317,6 +324,8 @@ class Team(BaseModel):
         if idea:
             self.run_project(idea=idea, send_to=send_to)
         reason = "n_round"
+        loop = asyncio.get_running_loop()
+        run_deadline = loop.time() + self.run_timeout if self.run_timeout else None
         try:
             for _ in range(n_round):
                 if self.env.is_idle:
@@ -327,7 +336,10 @@ class Team(BaseModel):
                 self._rounds += 1
                 log.round = self._rounds
                 logger.debug("round {}", self._rounds)
-                await self.env.run()
+                await self._round(run_deadline)
+        except DeadlineExceeded:
+            reason = "deadline"
+            raise
         except BudgetExceeded:
             reason = "budget"
             raise
@@ -343,6 +355,28 @@ class Team(BaseModel):
             log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
                                    "calls": cm.total.calls}, force=True)
         return History(self.env.history.get())
+
+    async def _round(self, run_deadline: float | None) -> None:
+        """One round of the environment, within the round's and the run's deadlines."""
+        loop = asyncio.get_running_loop()
+        limit = self.round_timeout
+        if run_deadline is not None:
+            left = run_deadline - loop.time()
+            if left <= 0:
+                raise DeadlineExceeded("the run", float(self.run_timeout or 0))
+            limit = left if limit is None else min(limit, left)
+        if limit is None:
+            await self.env.run()
+            return
+        began = loop.time()
+        try:
+            await asyncio.wait_for(self.env.run(), limit)
+        except asyncio.TimeoutError as exc:
+            if loop.time() - began < limit * 0.99:
+                raise  # a timeout of something inside the round, not the round's deadline
+            if run_deadline is not None and loop.time() >= run_deadline - 0.001:
+                raise DeadlineExceeded("the run", float(self.run_timeout or 0)) from exc
+            raise DeadlineExceeded(f"round {self._rounds}", float(self.round_timeout or 0)) from exc
 
     def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
         """The run log, with the run's start written (once)."""

@@ -12,11 +12,14 @@ from .memory import Memory
 from .message import (
     MESSAGE_ROUTE_TO_ALL,
     AIMessage,
+    InstructContent,
     Message,
     SystemMessage,
     UserMessage,
+    allow_instruct_modules,
     any_to_str,
     any_to_str_set,
+    register_instruct_model,
 )
 from .semantic import MemoryRecord, SemanticMemory
 from .vector_sqlite import SQLiteVectorIndex
@@ -30,6 +33,7 @@ __all__ = [
     "Hit",
     "InMemoryVectorIndex",
     "IndexItem",
+    "InstructContent",
     "LongTermMemory",
     "Memory",
     "MemoryRecord",
@@ -39,6 +43,8 @@ __all__ = [
     "SystemMessage",
     "UserMessage",
     "VectorIndex",
+    "allow_instruct_modules",
     "any_to_str",
     "any_to_str_set",
+    "register_instruct_model",
 ]

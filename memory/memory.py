@@ -7,10 +7,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pydantic import GetCoreSchemaHandler
+from pydantic import GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
-from .message import Message, any_to_str
+from rolecast.errors import DataError
+
+from .message import Message, any_to_str, load_json_data
 
 
 class Memory:
@@ -104,8 +106,15 @@ class Memory:
         return json.dumps([json.loads(m.to_json()) for m in self.storage], ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> Memory:
-        return cls(Message.model_validate(item) for item in json.loads(text))
+    def from_json(cls, text: str | bytes) -> Memory:
+        """A memory from :meth:`to_json`'s text; :class:`~rolecast.errors.DataError` if it is not one."""
+        data = load_json_data(text, what="memory")
+        if not isinstance(data, list):
+            raise DataError(f"a saved memory is a JSON list of messages, not {type(data).__name__}")
+        try:
+            return cls(Message.model_validate(item) for item in data)
+        except ValidationError as exc:
+            raise DataError(f"the JSON is not a list of messages: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"Memory({len(self.storage)} messages)"

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
 import json
-import sys
+import threading
 import uuid
-from typing import Any
+import weakref
+from typing import Any, TypeVar
 
 from loguru import logger
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    create_model,
+    PrivateAttr,
+    ValidationError,
     field_serializer,
     field_validator,
 )
+
+from rolecast.errors import DataError, OutputParseError, UsageError
+from rolecast.jsonutil import check_depth
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
 
@@ -23,6 +29,10 @@ MESSAGE_ROUTE_TO_ALL = "<all>"
 #: ``any_to_str(actions.UserRequirement)``: a message's cause unless it names another
 #: (memory sits below actions, so the class is named, not imported)
 USER_REQUIREMENT = "actions.action.UserRequirement"
+#: saved messages nest at most this deep (deeper JSON is refused before anything recursive runs)
+MAX_MESSAGE_DEPTH = 200
+
+B = TypeVar("B", bound=type[BaseModel])
 
 
 def any_to_str(val: Any) -> str:
@@ -102,9 +112,22 @@ class Message(BaseModel):
     @field_validator("instruct_content", mode="before")
     @classmethod
     def _load_instruct(cls, v: Any) -> Any:
-        if isinstance(v, dict) and "class" in v and "value" in v:
-            return _rebuild_model(v)
-        return v
+        if isinstance(v, BaseModel):
+            if not isinstance(v, InstructContent):
+                register_instruct_model(type(v))  # code made it, so its class may be rebuilt later
+            return v
+        if isinstance(v, dict):
+            if isinstance(v.get("mapping"), dict) and isinstance(v.get("value"), dict):
+                # MetaGPT's form for a model made from a mapping (ActionNode): rebuilt from the mapping
+                return model_from_mapping(str(v.get("class", "InstructContent")), v["mapping"]).model_validate(
+                    v["value"]
+                )
+            if set(v) == {"class", "value"}:
+                return _rebuild_model(v["class"], v["value"])
+            return InstructContent.model_validate(v)  # a bare object: kept as it is, never dropped
+        if v is None:
+            return None
+        raise ValueError(f"instruct_content must be a pydantic model or an object, not {type(v).__name__}")
 
     @field_serializer("instruct_content")
     def _dump_instruct(self, v: BaseModel | None) -> dict[str, Any] | None:
@@ -113,7 +136,8 @@ class Message(BaseModel):
         mapping = getattr(type(v), MAPPING_ATTR, None)
         if isinstance(mapping, dict):  # built from a mapping (ActionNode): rebuilt from it
             return {"class": type(v).__name__, "mapping": dict(mapping), "value": v.model_dump(mode="json")}
-        return {"class": any_to_str(v), "value": v.model_dump(mode="json")}
+        path = v.class_path if isinstance(v, InstructContent) else any_to_str(v)
+        return {"class": path, "value": v.model_dump(mode="json")}
 
     @field_serializer("send_to")
     def _dump_send_to(self, v: set[str]) -> list[str]:
@@ -124,8 +148,19 @@ class Message(BaseModel):
         return self.model_dump_json()
 
     @classmethod
-    def from_json(cls, text: str) -> Message:
-        return cls.model_validate(json.loads(text))
+    def from_json(cls, text: str | bytes) -> Message:
+        """A message from :meth:`to_json`'s text; :class:`~rolecast.errors.DataError` if it is not one.
+
+        ``instruct_content`` is rebuilt as its class only when that class is registered
+        (see :func:`register_instruct_model`) or lives in a module the application
+        allowed (:func:`allow_instruct_modules`); otherwise it becomes an
+        :class:`InstructContent` holding the same values. Nothing is imported because
+        the data names it.
+        """
+        try:
+            return cls.model_validate(load_json_data(text, what="message"))
+        except ValidationError as exc:
+            raise DataError(f"the JSON is not a message: {exc}") from exc
 
     def dump(self) -> str:
         """This message as JSON (MetaGPT's name; ``None`` fields left out)."""
@@ -171,26 +206,98 @@ class Message(BaseModel):
         return isinstance(other, Message) and other.id == self.id
 
 
-def _rebuild_model(data: dict[str, Any]) -> BaseModel:
-    """Rebuild ``instruct_content`` from its dump.
+class InstructContent(BaseModel):
+    """``instruct_content`` whose class may not be rebuilt here: the same values, as extra fields.
 
-    A mapping (MetaGPT's form for dynamic models) rebuilds the typed model; otherwise the
-    class named by the dump is used if its module is *already imported* — the data never
-    decides what gets imported — else an equivalent model with the same fields.
+    ``class_path`` remembers the original class, so saving the message again writes
+    what was read.
     """
-    value = data["value"]
-    name = str(data["class"])
-    if isinstance(data.get("mapping"), dict):
-        return model_from_mapping(name, data["mapping"]).model_validate(value)
-    module_name, _, qualname = (f"{data['module']}.{name}" if data.get("module") else name).rpartition(".")
-    obj: Any = sys.modules.get(module_name)
-    for part in qualname.split(".") if obj is not None else ():
-        obj = getattr(obj, part, None)
+
+    model_config = ConfigDict(extra="allow")
+    _class_path: str = PrivateAttr(default="")
+
+    @property
+    def class_path(self) -> str:
+        """The ``module.QualName`` the saved data named ('' when it named none)."""
+        return self._class_path
+
+
+# class path -> model class; weak, so models made on the fly (create_model) are not kept alive
+_REGISTERED: weakref.WeakValueDictionary[str, type[BaseModel]] = weakref.WeakValueDictionary()
+_ALLOWED_MODULES: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def register_instruct_model(cls: B) -> B:
+    """Let saved messages rebuild ``instruct_content`` as ``cls`` (usable as a class decorator).
+
+    A class is registered automatically when a message is made with one of its
+    instances in this process.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+        raise UsageError(f"only pydantic models can be registered as instruct_content, not {cls!r}")
+    with _LOCK:
+        _REGISTERED[any_to_str(cls)] = cls
+    return cls
+
+
+def allow_instruct_modules(*modules: str) -> None:
+    """Allow rebuilding ``instruct_content`` from pydantic models importable from these modules.
+
+    A name allows the module and its sub-modules (``"myapp.schemas"`` allows
+    ``myapp.schemas.review``). Only the application decides this; saved data never does.
+    """
+    with _LOCK:
+        _ALLOWED_MODULES.update(m.strip(".") for m in modules if m.strip("."))
+
+
+def _allowed(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in _ALLOWED_MODULES)
+
+
+def _lookup_class(class_path: str) -> type[BaseModel] | None:
+    """The registered (or allowed and importable) model class at ``class_path``, else None."""
+    found = _REGISTERED.get(class_path)
+    if found is not None:
+        return found
+    module_name, _, qualname = class_path.rpartition(".")
+    if not module_name or not _allowed(module_name):
+        return None
+    parts = qualname.split(".")
+    if any(not p.isidentifier() or p.startswith("_") for p in parts):
+        return None
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in parts:
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
     if isinstance(obj, type) and issubclass(obj, BaseModel):
-        return obj.model_validate(value)
-    fields: dict[str, Any] = {k: (Any, ...) for k in value}
-    model = create_model(qualname.rsplit(".", 1)[-1] or "InstructContent", **fields)
-    return model.model_validate(value)
+        register_instruct_model(obj)
+        return obj
+    return None
+
+
+def _rebuild_model(class_path: Any, value: Any) -> BaseModel:
+    """Rebuild saved ``instruct_content``: its class if registered or allowed, else :class:`InstructContent`."""
+    if not isinstance(class_path, str) or not isinstance(value, dict):
+        raise ValueError("instruct_content must be {'class': 'module.Name', 'value': {...}}")
+    cls = _lookup_class(class_path)
+    if cls is not None:
+        return cls.model_validate(value)
+    generic = InstructContent.model_validate(value)
+    generic._class_path = class_path
+    return generic
+
+
+def load_json_data(text: str | bytes, *, what: str, max_depth: int = MAX_MESSAGE_DEPTH) -> Any:
+    """Parse saved JSON for ``what``, refusing nesting past ``max_depth``; :class:`DataError` on failure."""
+    try:
+        data = json.loads(text)
+        check_depth(data, max_depth)
+    except (ValueError, RecursionError, OutputParseError) as exc:
+        raise DataError(f"the {what} is not valid JSON: {exc}") from exc
+    return data
 
 
 class UserMessage(Message):

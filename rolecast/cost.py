@@ -1,13 +1,21 @@
 """Token usage, cost and budget accounting.
 
 One :class:`CostManager` belongs to a team (its :class:`~rolecast.context.Context`).
-Every LLM call goes through :meth:`CostManager.check` *before* it is made and
-:meth:`CostManager.record` after, so a budget can never be passed by more than the
-one call whose prompt estimate fitted.
+The budget is a hard cap: every model call *reserves* its worst case — a conservative
+count of its prompt plus its ``max_tokens`` — before it is made (:meth:`CostManager.reserve`),
+and settles its true cost after (:meth:`CostManager.settle`). A call whose reservation
+would take spent-plus-reserved past the budget is refused with
+:class:`~rolecast.errors.BudgetExceeded`, so calls running together cannot pass the
+budget together. Only an answer longer than its ``max_tokens`` (a server or test
+double that ignores it) can overrun, and by no more than that answer's excess.
+
+Every attempt is counted, also one that failed (``failed`` in the totals), with the
+tokens that are known of it.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 
@@ -57,6 +65,29 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
+def max_prompt_tokens(text: str, messages: int = 1) -> int:
+    """A conservative count of the tokens ``text`` takes, for budget reservations.
+
+    Three ASCII characters a token (real tokenizers average about four on English and
+    code) and two tokens for every other character (CJK takes about one, most emoji two),
+    plus a few per chat message for roles and separators. Never below the four-characters
+    estimate that usage is counted with when a server reports none.
+    """
+    other = len(text) - len(text.encode("ascii", errors="ignore"))
+    return -(-(len(text) - other) // 3) + 2 * other + 4 * messages + 3
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The worst-case cost a call set aside before it started; settled or released exactly once."""
+
+    id: int
+    model: str
+    role: str | None
+    amount: float
+    free: bool = False
+
+
 @dataclass
 class UsageTotals:
     """Running totals for one role, one model or the whole team."""
@@ -65,16 +96,25 @@ class UsageTotals:
     completion_tokens: int = 0
     cost: float = 0.0
     calls: int = 0
+    failed: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def add(self, prompt_tokens: int, completion_tokens: int, cost: float) -> None:
+    @property
+    def attempts(self) -> int:
+        """Every request made: answered calls plus failed attempts."""
+        return self.calls + self.failed
+
+    def add(self, prompt_tokens: int, completion_tokens: int, cost: float, *, failed: bool = False) -> None:
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.cost += cost
-        self.calls += 1
+        if failed:
+            self.failed += 1
+        else:
+            self.calls += 1
 
 
 @dataclass
@@ -90,8 +130,11 @@ class CostManager:
     total: UsageTotals = field(default_factory=UsageTotals)
     by_role: dict[str, UsageTotals] = field(default_factory=dict)
     by_model: dict[str, UsageTotals] = field(default_factory=dict)
+    reserved: float = 0.0
+    _open: dict[int, Reservation] = field(default_factory=dict, repr=False)
+    _ids: itertools.count[int] = field(default_factory=itertools.count, repr=False)
     _unpriced_warned: set[str] = field(default_factory=set, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def total_cost(self) -> float:
@@ -117,34 +160,81 @@ class CostManager:
         return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
     def check(self, model: str, prompt_tokens: int, *, role: str | None = None, free: bool = False) -> None:
-        """Raise :class:`BudgetExceeded` if a call with this prompt would pass the budget."""
-        if self.max_budget is None:
-            return
-        projected = self.total.cost + self.cost_of(model, prompt_tokens, 0, free=free)
-        if self.total.cost >= self.max_budget or projected > self.max_budget:
-            raise BudgetExceeded(self.total.cost, self.max_budget, role=role, model=model)
+        """Raise :class:`BudgetExceeded` if a call with this prompt would pass the budget (reservations included)."""
+        self.release(self.reserve(model, prompt_tokens, 0, role=role, free=free))
+
+    def reserve(
+        self, model: str, prompt_tokens: int, max_completion_tokens: int, *, role: str | None = None,
+        free: bool = False,
+    ) -> Reservation:
+        """Set aside a call's worst case; :class:`BudgetExceeded` if spent + reserved + it would pass the budget."""
+        amount = self.cost_of(model, prompt_tokens, max_completion_tokens, free=free)
+        with self._lock:
+            if self.max_budget is not None and (
+                self.total.cost >= self.max_budget or self.total.cost + self.reserved + amount > self.max_budget
+            ):
+                raise BudgetExceeded(
+                    self.total.cost, self.max_budget, role=role, model=model, reserved=self.reserved, needed=amount
+                )
+            reservation = Reservation(next(self._ids), model, role, amount, free)
+            self._open[reservation.id] = reservation
+            self.reserved += amount
+        return reservation
+
+    def release(self, reservation: Reservation) -> None:
+        """Give a reservation back without charging anything (idempotent)."""
+        with self._lock:
+            if self._open.pop(reservation.id, None) is not None:
+                self.reserved = max(0.0, self.reserved - reservation.amount)
+
+    def settle(self, reservation: Reservation, prompt_tokens: int, completion_tokens: int) -> float:
+        """Release ``reservation`` and charge the call's true usage; returns its cost."""
+        with self._lock:
+            self.release(reservation)
+            return self.record(
+                reservation.model, prompt_tokens, completion_tokens, role=reservation.role, free=reservation.free
+            )
 
     def record(
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None = None,
         free: bool = False,
     ) -> float:
         """Add one call's usage; returns its cost."""
+        return self._add(model, prompt_tokens, completion_tokens, role=role, free=free, failed=False)
+
+    def record_failure(
+        self, model: str, prompt_tokens: int = 0, completion_tokens: int = 0, *, role: str | None = None,
+        free: bool = False,
+    ) -> float:
+        """Count one failed attempt, charging the tokens known of it (a cut stream's partial answer)."""
+        return self._add(model, prompt_tokens, completion_tokens, role=role, free=free, failed=True)
+
+    def _add(
+        self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None, free: bool, failed: bool
+    ) -> float:
         cost = self.cost_of(model, prompt_tokens, completion_tokens, free=free)
         with self._lock:
-            self.total.add(prompt_tokens, completion_tokens, cost)
-            self.by_model.setdefault(model, UsageTotals()).add(prompt_tokens, completion_tokens, cost)
-            self.by_role.setdefault(role or "<none>", UsageTotals()).add(prompt_tokens, completion_tokens, cost)
+            for totals in (
+                self.total,
+                self.by_model.setdefault(model, UsageTotals()),
+                self.by_role.setdefault(role or "<none>", UsageTotals()),
+            ):
+                totals.add(prompt_tokens, completion_tokens, cost, failed=failed)
         return cost
 
     def summary(self) -> str:
         """One line per role plus the total, for logs and the CLI."""
         lines = [
-            f"{name}: {t.calls} calls, {t.prompt_tokens}+{t.completion_tokens} tokens, ${t.cost:.6f}"
+            f"{name}: {t.calls} calls{_failed(t)}, {t.prompt_tokens}+{t.completion_tokens} tokens, ${t.cost:.6f}"
             for name, t in sorted(self.by_role.items())
         ]
         budget = "no limit" if self.max_budget is None else f"${self.max_budget:.4f}"
         lines.append(
-            f"total: {self.total.calls} calls, {self.total.total_tokens} tokens, "
+            f"total: {self.total.calls} calls{_failed(self.total)}, {self.total.total_tokens} tokens, "
             f"${self.total.cost:.6f} of {budget}"
         )
         return "\n".join(lines)
+
+
+def _failed(totals: UsageTotals) -> str:
+    return f" (+{totals.failed} failed)" if totals.failed else ""

@@ -9,7 +9,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── VectorIndexError        a vector or record does not fit a vector index (dimension, id, file)
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   ├── NestedEventLoopError    a sync helper was called inside a running loop
-    │   └── PlanEditError           a plan edit names a task that is not (or already) there
+    │   ├── PlanEditError           a plan edit names a task that is not (or already) there
+    │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── WorkerLost              a runtime worker died and could not be brought back
@@ -22,11 +23,15 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ReplayError             a resumed or replayed run met a call its log cannot answer
     │   │   ├── ReplayMismatch      the run asked something else than the log recorded here
     │   │   └── ReplayMissing       a replayed run asked something the log never recorded
+    │   ├── DeadlineExceeded        a round or a run took longer than its deadline
     │   └── LLMError                the model could not give a usable answer
     │       ├── LLMConnectionError  the server could not be reached (after retries)
     │       ├── LLMTimeoutError     the server did not answer in time (after retries)
     │       ├── LLMRateLimitError   HTTP 429 (after retries)
     │       ├── LLMAPIError         any other error status from the server
+    │       ├── LLMResponseError    the server answered, but not a usable completion (after retries)
+    │       │   ├── LLMIncompleteError   a stream broke off before the answer ended
+    │       │   └── LLMEmptyAnswerError  no text and no tool call where an answer was expected
     │       └── OutputParseError    the model's text does not have the asked format
     │           ├── InvalidChoice   a state-selection answer that is not a number in range
     │           └── PlanParseError  one answer could not be read as a plan (the planner re-asks)
@@ -84,24 +89,40 @@ class PlanEditError(UsageError, AssertionError):
     """
 
 
+class DataError(UsageError):
+    """Saved data handed to the framework (a message, a memory, a plan file) is malformed.
+
+    Not JSON, nested too deep, or not the shape of the thing it should be; the
+    original error is ``__cause__``.
+    """
+
+
 # ------------------------------------------------------------------ run errors
 class RunError(RolecastError):
     """Something failed while actions, roles or a team were running."""
 
 
 class BudgetExceeded(RunError):
-    """The next LLM call would take the spend past the budget.
+    """The next LLM call could take the spend past the budget.
 
-    Raised *before* the call is made, so nothing is paid for that was not allowed.
+    Raised *before* the call is made, so nothing is paid for that was not allowed:
+    ``spent`` so far, ``reserved`` by calls still running, ``needed`` the worst case
+    of the refused call (its prompt plus its ``max_tokens``).
     """
 
-    def __init__(self, spent: float, limit: float, *, role: str | None = None, model: str | None = None):
+    def __init__(
+        self, spent: float, limit: float, *, role: str | None = None, model: str | None = None,
+        reserved: float = 0.0, needed: float = 0.0,
+    ):
         self.spent = spent
         self.limit = limit
         self.role = role
         self.model = model
+        self.reserved = reserved
+        self.needed = needed
         who = f" (role {role!r}, model {model!r})" if role or model else ""
-        super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{who}")
+        more = f"; ${reserved:.6f} reserved by calls running, this call may cost ${needed:.6f}" if needed else ""
+        super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{more}{who}")
 
 
 class WorkerLost(RunError):
@@ -196,7 +217,21 @@ def _brief(request: Any, limit: int = 300) -> str:
 
 
 class LLMError(RunError):
-    """The language model did not give a usable answer."""
+    """The language model did not give a usable answer.
+
+    ``partial`` keeps what a stream delivered before it broke (it was paid for).
+    """
+
+    partial: str = ""
+
+
+class DeadlineExceeded(RunError):
+    """A round or a whole run took longer than the deadline it was given (``what``, ``seconds``)."""
+
+    def __init__(self, what: str, seconds: float):
+        self.what = what
+        self.seconds = seconds
+        super().__init__(f"{what} did not finish within its deadline of {seconds:g} s")
 
 
 class LLMConnectionError(LLMError):
@@ -218,6 +253,26 @@ class LLMAPIError(LLMError):
         self.status_code = status_code
         self.body = body
         super().__init__(message)
+
+
+class LLMResponseError(LLMError):
+    """The server answered, but not with a usable completion: malformed JSON, an HTML or
+    plain-text page, no ``choices``, garbled server-sent events. Retried like a 5xx."""
+
+    def __init__(self, message: str, *, body: Any = None):
+        self.body = body
+        super().__init__(message)
+
+
+class LLMIncompleteError(LLMResponseError):
+    """A streamed answer stopped before it ended (no ``finish_reason``, no ``[DONE]``).
+
+    ``partial`` holds the text that arrived; it is never returned as if it were the answer.
+    """
+
+
+class LLMEmptyAnswerError(LLMResponseError):
+    """The model answered with no text and no tool call (``content: null``) where an answer was expected."""
 
 
 class OutputParseError(LLMError):
@@ -270,13 +325,18 @@ __all__ = [
     "BudgetExceeded",
     "ConfigError",
     "ControlFlow",
+    "DataError",
+    "DeadlineExceeded",
     "HumanStopped",
     "InvalidChoice",
     "InvocationCancelled",
     "LLMAPIError",
     "LLMConnectionError",
+    "LLMEmptyAnswerError",
     "LLMError",
+    "LLMIncompleteError",
     "LLMRateLimitError",
+    "LLMResponseError",
     "LLMTimeoutError",
     "NestedEventLoopError",
     "OutputParseError",

@@ -5,8 +5,10 @@
   (:meth:`ScriptedLLM.assert_complete`).
 * :class:`FunctionLLM` answers with ``fn(messages)`` (OpenAI chat format), sync or async.
 
-Both honour stop sequences like a real server (the answer is cut at the first one),
-count usage by a character estimate, and record every call in ``calls``. Pass either
+Both honour stop sequences and ``max_tokens`` like a real server (the answer is cut at
+the first stop, or at ``max_tokens`` by the estimate), count usage by a character
+estimate, and record every call in ``calls``. A scripted :class:`~rolecast.llm.Completion`
+keeps the usage it was given, so a test can script an answer that overruns its reservation. Pass either
 as ``Team(llm=...)``, ``Role(llm=...)`` or ``Action(llm=...)``.
 
 Both also embed, deterministically and without using a scripted reply: words hashed
@@ -97,12 +99,18 @@ class _DoubleBase(BaseLLM):
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def _finish(self, reply: str | Completion, messages: Messages, stop: list[str] | None) -> Completion:
+    def _finish(
+        self, reply: str | Completion, messages: Messages, stop: list[str] | None, max_tokens: int | None = None
+    ) -> Completion:
         if isinstance(reply, Completion):
             completion = reply
             completion.text = truncate_at_stop(completion.text, stop)
         else:
             completion = Completion(text=truncate_at_stop(str(reply), stop))
+        if max_tokens and estimate_tokens(completion.text) > max_tokens:
+            # like a server: the answer ends at max_tokens (by the same estimate its usage is counted with)
+            completion.text = completion.text[: max_tokens * 4]
+            completion.finish_reason = "length"
         if not completion.usage.prompt_tokens and not completion.usage.completion_tokens:
             completion.usage = Usage(
                 estimate_tokens(messages_text(messages)), estimate_tokens(completion.text), estimated=True
@@ -149,7 +157,7 @@ class _DoubleBase(BaseLLM):
         if self.delay:
             await asyncio.sleep(self.delay)
         reply = await self._reply(call)
-        return self._finish(reply, messages, stop)
+        return self._finish(reply, messages, stop, settings.max_tokens)
 
     async def _reply(self, call: Call) -> str | Completion:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -270,6 +278,7 @@ class ReplayLLM(BaseLLM):
         call: Callable[[], Awaitable[R]],
         *,
         result_type: type[Completion] | type[Embeddings] | None = None,
+        max_tokens: int | None = None,
         **request: Any,
     ) -> R:
         """The recorded answer to this call (every call, chat or embeddings, comes here)."""

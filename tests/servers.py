@@ -2,7 +2,9 @@
 
 * :class:`FakeOpenAIServer` speaks just enough of ``POST /v1/chat/completions`` (JSON
   and server-sent events) to test a client, records every request, and injects
-  faults on demand: a status code, a delay, a rejected field.
+  faults on demand: a status code, a delay, a rejected field, a raw body of any
+  content type (malformed JSON, an HTML page), extra headers (``Retry-After``), a body
+  trickled byte by byte, a stream cut off before it ends, garbled event lines.
 * :class:`LlamaServerProcess` runs ``python -m llama_cpp.server`` as a subprocess and
   waits until it answers ``/v1/models``.
 """
@@ -45,11 +47,21 @@ class Reply:
 
     status: int = 200
     body: Any = None
-    text: str = "Hello world"
+    text: str | None = "Hello world"
     usage: tuple[int, int] = (11, 2)
     delay: float = 0.0
     tool_calls: list[dict[str, Any]] | None = None
     chunks: list[str] | None = None
+    #: sent as the body as is, with ``content_type`` (a malformed JSON body, an HTML page)
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    #: seconds between single bytes of the body (a server trickling its answer)
+    trickle: float = 0.0
+    #: a stream that stops after its text chunks: no finish_reason, no [DONE]
+    cut: bool = False
+    #: a stream of these lines instead of well-formed events (garbled SSE)
+    sse_lines: list[bytes] | None = None
 
 
 def completion_body(
@@ -136,34 +148,50 @@ class FakeOpenAIServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 request["_path"] = self.path
+                request["_t"] = time.monotonic()
                 server.requests.append(request)
                 reply = server._next_reply(request)
                 if reply.delay:
                     time.sleep(reply.delay)
                 try:
-                    if reply.status == 200 and request.get("stream") and reply.body is None:
+                    if reply.raw is not None:
+                        self._send(reply.status, reply.raw, reply)
+                    elif reply.status == 200 and request.get("stream") and reply.body is None:
                         self._stream(request, reply)
                     else:
                         body = reply.body
                         if body is None:
                             body = completion_body(reply.text, reply.usage, tool_calls=reply.tool_calls)
-                        self._json(reply.status, body)
+                        self._send(reply.status, json.dumps(body).encode(), reply)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-            def _json(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, status: int, data: bytes, reply: Reply) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if reply.trickle:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.trickle)
+                else:
+                    self.wfile.write(data)
 
             def _stream(self, request: dict[str, Any], reply: Reply) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                pieces = reply.chunks if reply.chunks is not None else [reply.text[:5], reply.text[5:]]
+                if reply.sse_lines is not None:
+                    for line in reply.sse_lines:
+                        self.wfile.write(line + b"\n")
+                    self.wfile.flush()
+                    return
+                text = reply.text or ""
+                pieces = reply.chunks if reply.chunks is not None else [text[:5], text[5:]]
                 base = {
                     "id": "chatcmpl-test",
                     "object": "chat.completion.chunk",
@@ -173,6 +201,10 @@ class FakeOpenAIServer:
                 for i, piece in enumerate(pieces):
                     delta = {"role": "assistant", "content": piece} if i == 0 else {"content": piece}
                     self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+                    if reply.trickle:
+                        time.sleep(reply.trickle)
+                if reply.cut:
+                    return  # the connection closes here: no finish_reason, no [DONE]
                 self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                 if (request.get("stream_options") or {}).get("include_usage"):
                     p, c = reply.usage

@@ -195,7 +195,8 @@ async def test_budget_is_checked_before_every_call_not_only_between_rounds():
                 await self._aask(long_prompt)
             return "done"
 
-    team = Team(llm=llm, roles=[make_role("Spender", [UserRequirement], Expensive())])
+    # each call reserves its worst case: the prompt and its max_tokens (the budget is a hard cap)
+    team = Team(llm=llm, roles=[make_role("Spender", [UserRequirement], Expensive(settings={"max_tokens": 5}))])
     team.invest(0.015)
     with pytest.raises(BudgetExceeded) as info:
         await team.run(n_round=1, idea="spend")

@@ -16,6 +16,7 @@ ARGS = {
     "ActionFailed": ("role", "action", ValueError("x")),
     "InvalidChoice": ("maybe", 3),
     "InvocationCancelled": ("fn",),
+    "DeadlineExceeded": ("round 2", 1.5),
     "ReplayMismatch": (),
     "ReplayMissing": (),
     "ReplayError": ("has no answer",),

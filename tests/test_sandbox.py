@@ -107,7 +107,7 @@ async def test_a_timeout_kills_the_whole_process_group(tmp_path):
         "time.sleep(60)\n"
     )
     started = time.monotonic()
-    result = await run_python(code, timeout=2, env={"BEAT": str(beat)})
+    result = await run_python(code, timeout=2, env={"BEAT": str(beat)}, write_paths=[tmp_path])
     assert time.monotonic() - started < 6
     assert result.timed_out
     assert beat.exists() and beat.stat().st_size > 0  # the grandchild did run
@@ -117,7 +117,7 @@ async def test_a_timeout_kills_the_whole_process_group(tmp_path):
 @posix_only
 async def test_cancelling_the_call_kills_the_process(tmp_path):
     beat = tmp_path / "beat"
-    task = asyncio.ensure_future(run_python(HEARTBEAT, timeout=60, env={"BEAT": str(beat)}))
+    task = asyncio.ensure_future(run_python(HEARTBEAT, timeout=60, env={"BEAT": str(beat)}, write_paths=[tmp_path]))
     for _ in range(200):
         if beat.exists() and beat.stat().st_size > 2:
             break
@@ -144,8 +144,8 @@ async def test_the_code_cannot_see_the_framework_process_or_the_network():
     result = await run_python(code)
     assert result.ok, result.stderr
     first, second = result.stdout.splitlines()
-    # no parent to read /proc/<ppid>/environ from; only the sandbox's own processes
-    assert first.startswith("0 ") and str(os.getpid()) not in first.split(" ", 1)[1]
+    # the parent is the sandbox's supervisor, PID 1 of its own namespace; only the sandbox's processes exist
+    assert first == "1 ['1', '2']" and str(os.getpid()) not in first.split(" ", 1)[1]
     assert "Error" in second  # no network, not even the parent's loopback
 
 

@@ -23,7 +23,7 @@ from loguru import logger
 from pydantic import BaseModel, Field
 
 from rolecast.errors import OutputParseError
-from rolecast.jsonutil import extract_json, loads_lenient
+from rolecast.jsonutil import balanced_spans, extract_json, loads_lenient
 from rolecast.llm.base import truncate_at_stop
 
 from ..tools import FunctionRegistry, KernelFunction, fit_arguments, render_stepwise_manual
@@ -116,7 +116,6 @@ RESULT_NOT_FOUND = "Result not found, review intermediate_steps to see what happ
 # Semantic Kernel's regular expressions
 FINAL_ANSWER_REGEX = re.compile(r"\[FINAL[_\s\-]ANSWER\](?P<final_answer>.+)", re.DOTALL)
 THOUGHT_REGEX = re.compile(r"(\[THOUGHT\])?(?P<thought>.+?)(?=\[ACTION\]|$)", re.DOTALL)
-ACTION_REGEX = re.compile(r"\[ACTION\][^{}]*({(?:[^{}]*{[^{}]*})*[^{}]*})", re.DOTALL)
 
 
 class StepwiseStep(BaseModel):
@@ -130,6 +129,21 @@ class StepwiseStep(BaseModel):
     original_response: str = ""
 
 
+def _action_blob(text: str) -> str:
+    """The JSON after the first ``[ACTION]``: its first balanced ``{…}``, else the rest of the text.
+
+    What Semantic Kernel's ``ACTION_REGEX`` finds, in one linear pass (that regex
+    rescans the text from every ``[ACTION]`` and allows only two levels of braces).
+    """
+    rest = text.split(ACTION, 1)[1]
+    start = rest.find("{")
+    if start >= 0 and "}" not in rest[:start]:
+        spans = balanced_spans(rest[start:], "{", "}")
+        if spans:
+            return spans[0].strip()
+    return rest.strip()
+
+
 def parse_stepwise(text: str) -> StepwiseStep:
     """Parse one answer like Semantic Kernel, with lenient JSON (JSON5, a balanced-brace fallback).
 
@@ -140,6 +154,8 @@ def parse_stepwise(text: str) -> StepwiseStep:
     final = FINAL_ANSWER_REGEX.search(text)
     if final:
         step.final_answer = final.group("final_answer").strip()
+        if not step.final_answer:  # an empty answer is no answer: the model is told, not believed
+            step.observation = "System step error, the final answer is empty. Please give the final answer."
         return step
     thought = THOUGHT_REGEX.search(text)
     if thought:
@@ -147,14 +163,13 @@ def parse_stepwise(text: str) -> StepwiseStep:
     elif ACTION not in text:
         step.thought = text.strip()
     if ACTION in text:
-        match = ACTION_REGEX.search(text)
-        blob = match.group(1).strip() if match else text.split(ACTION, 1)[1].strip()
+        blob = _action_blob(text)
         try:
             try:
                 value = loads_lenient(blob)
-            except ValueError:
+            except OutputParseError:
                 value = extract_json(blob, expect=dict)
-        except (ValueError, OutputParseError):
+        except OutputParseError:
             step.observation = f"System step parsing error, invalid JSON: {blob}"
             return step
         if not isinstance(value, dict) or not value:

@@ -9,13 +9,14 @@ reviews, the number of re-plans used) and ``Plan.model_validate_json(text)`` —
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rolecast.errors import PlanEditError
+from rolecast.errors import DataError, PlanEditError, PlanError
 
 
 class TaskResult(BaseModel):
@@ -162,7 +163,7 @@ class Plan(BaseModel):
         if not self.tasks:
             problems.append("the plan has no tasks")
         ids = [t.task_id for t in self.tasks]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
         if dupes:
             problems.append(f"duplicate task ids: {dupes}")
         known = set(ids) | set(done_ids)
@@ -198,8 +199,14 @@ class Plan(BaseModel):
         import networkx as nx
 
         position = {t.task_id: i for i, t in enumerate(self.tasks)}
-        order = nx.lexicographical_topological_sort(self.graph(), key=lambda n: position[n])
-        return [self.task(task_id) for task_id in order]
+        by_id: dict[str, Task] = {}
+        for t in self.tasks:
+            by_id.setdefault(t.task_id, t)
+        try:
+            order = list(nx.lexicographical_topological_sort(self.graph(), key=lambda n: position[n]))
+        except nx.NetworkXUnfeasible as exc:  # a plan that skipped errors(): still a typed error
+            raise PlanError(f"the plan's dependencies form a cycle: {self.describe()}") from exc
+        return [by_id[task_id] for task_id in order]
 
     @property
     def remaining(self) -> list[Task]:
@@ -266,8 +273,15 @@ class Plan(BaseModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Plan:
-        """Read a plan saved with :meth:`save`."""
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        """Read a plan saved with :meth:`save`; :class:`~rolecast.errors.DataError` if the file is not one.
+
+        The plan is not checked here (that needs the role's actions): the planner checks
+        every plan it resumes before running it.
+        """
+        try:
+            return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:  # pydantic's ValidationError is a ValueError
+            raise DataError(f"{path} is not a saved plan: {exc}") from exc
 
 
 def _dependencies_first(tasks: Sequence[Task]) -> list[Task]:

@@ -182,7 +182,16 @@ class PlanRunner:
 
     # ----------------------------------------------------------------- resume
     def resume_from(self, plan: Plan) -> None:
-        """Run ``plan`` (e.g. loaded from JSON) at the role's next plan_and_act, skipping its finished tasks."""
+        """Run ``plan`` (e.g. loaded from JSON) at the role's next plan_and_act, skipping its finished tasks.
+
+        The plan is checked like a written one (ids, dependencies, cycles; its actions
+        when it runs): an invalid plan raises :class:`~rolecast.errors.PlanError`.
+        """
+        if not isinstance(plan, Plan):
+            raise UsageError(f"resume_from() takes a Plan, not {type(plan).__name__}")
+        problems = plan.errors()
+        if problems:
+            raise PlanError("the plan to resume from is invalid: " + "; ".join(problems), errors=problems)
         self._pending = plan
 
     def _resumable(self, goal: str) -> Plan | None:
@@ -206,6 +215,11 @@ class PlanRunner:
         """Plan for ``goal`` (or resume a plan), run it to the end; returns the last task's message."""
         plan = self._resumable(goal)
         hooks = role.context.hooks
+        if plan is not None:
+            # however a plan enters (resume_from, a checkpoint file), it is checked before it runs
+            problems = plan.errors([a.name for a in role.actions])
+            if problems:
+                raise PlanError("the resumed plan is invalid: " + "; ".join(problems), errors=problems)
         if plan is None:
             plan = await self._first_plan(role, goal)
             logger.info("{}: plan with {} task(s):\n{}", role, len(plan.tasks), plan.describe())

@@ -48,7 +48,7 @@ def text_parameter(fn: KernelFunction) -> str | None:
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = loads_lenient(text)
-    except ValueError:
+    except OutputParseError:
         try:
             value = extract_json(text, expect=dict)
         except OutputParseError:
@@ -108,7 +108,7 @@ def json_arguments(text: str) -> dict[str, Any]:
         return {}
     try:
         value = loads_lenient(text)
-    except ValueError as exc:
+    except OutputParseError as exc:
         raise OutputParseError(f"the arguments are not valid JSON: {exc}; send a JSON object", raw=text) from exc
     if not isinstance(value, dict):
         raise OutputParseError(f"the arguments must be a JSON object, got {text!r}", raw=text)

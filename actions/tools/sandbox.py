@@ -1,35 +1,41 @@
-"""Run model-written Python in a separate, limited process — never in the framework's.
+"""Run model-written Python in a separate, confined process tree — never in the framework's.
 
-:func:`run_python` starts ``python -I`` (isolated mode: no ``PYTHON*`` variables, no
-user site-packages, no script directory on ``sys.path``) in a fresh temporary
-directory that is removed afterwards, with:
+:func:`run_python` starts a small supervisor (``actions/tools/_supervisor.py``, standard
+library only) that runs ``python -I`` (isolated mode: no ``PYTHON*`` variables, no user
+site-packages, no script directory on ``sys.path``) in a fresh temporary directory that
+is removed afterwards. The supervisor is a child subreaper: every process the code
+starts — also one that calls ``setsid`` or forks twice — stays in its tree, and the
+whole tree is killed when the code ends, at the timeout, past its memory or process
+cap, or when the caller is cancelled. The code gets:
 
 * a scrubbed environment: a short whitelist (``PATH``, locale, ``HOME``/``TMPDIR``
   pointing into the sandbox) plus only what the caller passes in ``env``;
-* resource limits set by a tiny bootstrap in the child before the code runs
-  (``RLIMIT_AS`` for memory, ``RLIMIT_CPU``, ``RLIMIT_FSIZE``, ``RLIMIT_NOFILE``,
-  ``RLIMIT_CORE`` = 0, and ``RLIMIT_NPROC`` when asked for);
-* its own session and process group, killed as a whole on timeout or cancellation;
-* stdin closed, and stdout/stderr read concurrently with a cap, so a flood of output
-  neither blocks the child nor fills the parent's memory.
+* resource limits (``RLIMIT_AS``, ``RLIMIT_CPU``, ``RLIMIT_FSIZE``, ``RLIMIT_NOFILE``,
+  ``RLIMIT_CORE`` = 0, ``RLIMIT_NPROC`` where it counts), a cap on the processes and
+  on the memory of the whole tree (a cgroup where one can be made, else watched by the
+  supervisor), its own session;
+* as root: a uid of its own (when the interpreter is usable by other users), else no
+  capabilities at all; ``PR_SET_NO_NEW_PRIVS`` always;
+* a Landlock domain where the kernel has Landlock: it reads only the system, the
+  interpreter and ``read_paths``, writes only in its directory and ``write_paths``,
+  opens no TCP connection (unless ``network=True``), and cannot signal or ptrace
+  anything outside the sandbox;
+* stdout and stderr in files the framework reads afterwards (capped), never a pipe
+  that a daemon could hold open; stdin closed.
 
-The limits are set in the child rather than with ``preexec_fn``, which is not safe
-when the parent has threads (llama.cpp, ``asyncio.to_thread``).
+The framework process makes itself non-dumpable (``PR_SET_DUMPABLE`` 0) the first time
+it runs code, so that a process of the same user cannot read its memory or environment
+through ``/proc``, nor ptrace it.
 
 :class:`PythonSession` keeps definitions between calls of one run by *replaying the
 source* of earlier successful cells (their output discarded) in each fresh process:
 nothing persists in a long-lived process and nothing ever runs in the framework.
 
-On Linux, where ``unshare`` is allowed (as root, or with unprivileged user
-namespaces), the child also gets its own PID and mount namespaces with a fresh
-``/proc`` — it cannot see or signal the framework's process, nor read its
-``/proc/<pid>/environ`` — and its own network namespace (no network) unless
-``network=True``. Where namespaces are not available this is logged once and the
-child runs without them.
-
-This is process isolation with limits, not a security boundary against a determined
-attacker: the child runs as the same user (unless ``user=`` names another) and can
-read the files that user can read. For hostile code use a container or VM.
+On Linux, where ``unshare`` is allowed, the supervisor also runs in its own PID and
+mount namespaces with a fresh ``/proc`` and in its own network namespace (no network)
+unless ``network=True``. What holds with and without namespaces is in the README's
+table ("What the sandbox guarantees"); :func:`sandbox_report` says what this machine
+provides.
 """
 
 from __future__ import annotations
@@ -39,41 +45,26 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-from loguru import logger
+from pathlib import Path
+from typing import Any
 
 from rolecast.errors import SandboxError
 
-# Runs in the child before the model's code: set the limits, replay earlier cells
+from .confinement import landlock_abi, landlock_rules, namespace_prefix, protect_framework, sandbox_uid
+
+# Runs in the child before the model's code (the supervisor has confined it): replay earlier cells
 # with their output discarded, then run the cell. ``code.InteractiveInterpreter``
 # runs every cell in one shared namespace, like a REPL; "single" mode compilation of
 # a trailing expression echoes its value when asked to.
 _BOOTSTRAP = r"""
 import ast, code, json, os, sys
 cfg = json.loads(sys.argv[1])
-try:
-    import resource
-except ImportError:
-    resource = None
-if resource is not None:
-    for name, value in cfg["limits"].items():
-        which = getattr(resource, name, None)
-        if which is None:
-            continue
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
 
 class Cell(code.InteractiveInterpreter):
     failed = False
@@ -131,8 +122,10 @@ sys.exit(0 if run(cfg["main"], cfg["echo"]) else 1)
 
 # what the child may see of the environment; everything else is dropped
 _ENV_WHITELIST = ("PATH", "SYSTEMROOT")
-_GRACE = 1.0  # seconds to drain the pipes after the process group was killed
-_READ_CHUNK = 65536
+_SUPERVISOR = str(Path(__file__).with_name("_supervisor.py"))
+_BACKSTOP = 5.0  # seconds the framework waits past the timeout for the supervisor's own kill
+_POLL = 0.1  # seconds between the supervisor's looks at the tree's memory and size
+_USE_CGROUPS = True  # tests turn it off to check the supervisor's own caps
 
 
 @dataclass
@@ -141,7 +134,8 @@ class SandboxResult:
 
     ``returncode`` is negative when the process was killed by a signal (``-9`` after
     a timeout). ``truncated`` says that stdout or stderr passed ``max_output``: stdout
-    keeps its beginning, stderr its end (where the exception is).
+    keeps its beginning, stderr its end (where the exception is). ``killed_for`` says
+    why the supervisor stopped the tree early (its memory or process cap).
     """
 
     stdout: str
@@ -151,11 +145,12 @@ class SandboxResult:
     truncated: bool = False
     duration: float = 0.0
     timeout: float | None = field(default=None, repr=False)
+    killed_for: str | None = None
 
     @property
     def ok(self) -> bool:
         """The code ran to the end without an exception."""
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.killed_for
 
     @property
     def error(self) -> str:
@@ -163,6 +158,8 @@ class SandboxResult:
         if self.timed_out:
             limit = f" after {self.timeout:g} s" if self.timeout is not None else ""
             return f"TimeoutError: the code did not finish{limit} and was stopped"
+        if self.killed_for:
+            return f"the sandbox stopped the code: it used {self.killed_for}"
         if self.returncode == 0:
             return ""
         lines = [line for line in self.stderr.splitlines() if line.strip()]
@@ -185,49 +182,6 @@ class SandboxResult:
         return "\n".join(parts)
 
 
-class _Capture:
-    """Bytes read from one pipe, capped: the head (stdout) or the tail (stderr) is kept."""
-
-    def __init__(self, limit: int, keep_tail: bool):
-        self.limit = max(0, limit)
-        self.keep_tail = keep_tail
-        self.data = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        if self.keep_tail:
-            self.data += chunk
-            if len(self.data) > self.limit:
-                del self.data[: len(self.data) - self.limit]
-        elif len(self.data) < self.limit:
-            self.data += chunk[: self.limit - len(self.data)]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.limit
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-
-async def _drain(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
-    if stream is None:
-        return
-    while chunk := await stream.read(_READ_CHUNK):
-        capture.feed(chunk)
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """Kill the child's whole process group (its own session), or the child alone."""
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-
-
 def sandbox_env(workdir: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The child's environment: a whitelist, locale and home in ``workdir``, plus ``extra``."""
     env = {k: os.environ[k] for k in _ENV_WHITELIST if k in os.environ}
@@ -238,7 +192,7 @@ def sandbox_env(workdir: str, extra: Mapping[str, str] | None = None) -> dict[st
 
 
 def _limits(
-    timeout: float, memory_mb: int | None, max_file_mb: int | None, max_processes: int | None
+    timeout: float, memory_mb: int | None, max_file_mb: int | None, max_processes: int | None, own_uid: bool
 ) -> dict[str, int]:
     limits = {
         "RLIMIT_CORE": 0,
@@ -247,13 +201,19 @@ def _limits(
         "RLIMIT_CPU": math.ceil(timeout) + 1,
     }
     if memory_mb is not None:
-        limits["RLIMIT_AS"] = memory_mb * 1024 * 1024
+        limits["RLIMIT_AS"] = memory_mb * 1024 * 1024  # one process; the tree's total is the supervisor's
     if max_file_mb is not None:
         limits["RLIMIT_FSIZE"] = max_file_mb * 1024 * 1024
-    if max_processes is not None:
-        # counts every process of the user and is ignored for root: opt-in only
+    if max_processes is not None and own_uid:
+        # counts every process of the uid: exact only for a uid of the sandbox's own
         limits["RLIMIT_NPROC"] = max_processes
     return limits
+
+
+def _read_output(path: str) -> str:
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")
+    return ""
 
 
 async def run_python(
@@ -266,161 +226,155 @@ async def run_python(
     setup: Sequence[str] = (),
     echo_last_expression: bool = False,
     max_file_mb: int | None = 64,
-    max_processes: int | None = None,
+    max_processes: int | None = 64,
     user: str | int | None = None,
     namespaces: bool = True,
     network: bool = False,
+    read_paths: Sequence[str | os.PathLike[str]] = (),
+    write_paths: Sequence[str | os.PathLike[str]] = (),
 ) -> SandboxResult:
-    """Run ``code`` in a sandboxed ``python -I`` subprocess and return what it printed.
+    """Run ``code`` in a sandboxed ``python -I`` process tree and return what it printed.
 
     Args:
         code: the source to run, as a script (``__name__ == "__main__"``).
-        timeout: wall-clock seconds; then the whole process group is killed.
-        memory_mb: address-space limit (``RLIMIT_AS``); None for no limit.
-        max_output: bytes kept of stdout and of stderr each; the rest is read and dropped.
+        timeout: wall-clock seconds; then the whole process tree is killed.
+        memory_mb: memory of the whole tree (and address space of each process); None for no limit.
+        max_output: bytes kept of stdout and of stderr each; the rest is dropped.
         env: variables to give the child on top of the minimal whitelist.
         setup: earlier cells to run first, in the same namespace, with their output
             discarded (how :class:`PythonSession` restores state).
         echo_last_expression: print the value of a trailing expression, like a REPL.
         max_file_mb: largest file the code may write (``RLIMIT_FSIZE``).
-        max_processes: ``RLIMIT_NPROC``; it counts all processes of the user, so off by default.
-        user: run as this user (needs root), e.g. ``"nobody"``; the interpreter must be
-            readable by it.
-        namespaces: on Linux, isolate the child in its own PID/mount (and network)
+        max_processes: processes the tree may hold at once; None for no cap.
+        user: run as this user or uid (needs root); by default, as root, a fresh uid when
+            the interpreter is usable by other users, else uid 0 with no capabilities.
+        namespaces: on Linux, also isolate the tree in its own PID/mount (and network)
             namespaces when ``unshare`` allows it.
-        network: keep network access (otherwise, with namespaces, the child has none).
+        network: keep network access (otherwise it has none with namespaces, and no TCP
+            under Landlock).
+        read_paths: files or directories the code may also read (under Landlock it reads
+            only the system and the interpreter otherwise).
+        write_paths: files or directories the code may also write (besides its own directory).
 
     Raises:
-        SandboxError: the interpreter could not be started (not: the code failed —
+        SandboxError: the sandbox could not start the code (not: the code failed —
             that is a result with ``ok == False``).
     """
     if timeout <= 0:
         raise SandboxError("timeout must be positive")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rolecast-sandbox-", ignore_cleanup_errors=True) as workdir:
-        argv, extra = await _command(workdir, code, setup, echo_last_expression, user, namespaces, network,
-                                     _limits(timeout, memory_mb, max_file_mb, max_processes))
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=workdir,
-                env=sandbox_env(workdir, env),
-                **extra,  # type: ignore[arg-type]
-            )
-        except (OSError, ValueError, KeyError) as exc:
-            raise SandboxError(f"could not start the sandboxed interpreter: {exc}") from exc
-        out, err = _Capture(max_output, keep_tail=False), _Capture(max_output, keep_tail=True)
-        timed_out = await _communicate(proc, timeout, out, err)
-        returncode = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    protect_framework()
+    uid = await sandbox_uid(user) if os.name == "posix" else None
+    with tempfile.TemporaryDirectory(prefix="rolecast-sandbox-", ignore_cleanup_errors=True) as workdir, \
+            tempfile.TemporaryDirectory(prefix="rolecast-output-", ignore_cleanup_errors=True) as outdir:  # fmt: skip
+        prefix = await namespace_prefix(network) if namespaces else None
+        if prefix and uid is not None and "--user" in prefix:
+            prefix = None  # a user namespace maps one uid only: the sandbox's own uid matters more
+        cfg = _config(workdir, outdir, code, setup, echo_last_expression, uid, network, env,
+                      _limits(timeout, memory_mb, max_file_mb, max_processes, uid is not None),
+                      read_paths, write_paths, private_proc=bool(prefix))  # fmt: skip
+        cfg.update(timeout=timeout, memory=memory_mb * 1024 * 1024 if memory_mb else None,
+                   max_processes=max_processes, max_output=max_output)  # fmt: skip
+        argv = [sys.executable, "-I", "-B", _SUPERVISOR, json.dumps(cfg)]
+        status = await _supervise([*(prefix or []), *argv], timeout)
+        if status.get("error"):
+            raise SandboxError(f"could not start the sandboxed interpreter: {status['error']}")
+        stdout, stderr = _read_output(cfg["stdout"]), _read_output(cfg["stderr"])
+        written = status.get("output_bytes") or [0, 0]
+    returncode = status.get("returncode")
     return SandboxResult(
-        stdout=out.text(),
-        stderr=err.text(),
-        returncode=returncode,
-        timed_out=timed_out,
-        truncated=out.truncated or err.truncated,
+        stdout=stdout,
+        stderr=stderr,
+        returncode=returncode if isinstance(returncode, int) else -signal.SIGKILL,
+        timed_out=bool(status.get("timed_out")),
+        truncated=any(n > max_output for n in written),
         duration=time.monotonic() - started,
         timeout=timeout,
+        killed_for=status.get("killed_for"),
     )
 
 
-async def _command(
+def _config(
     workdir: str,
+    outdir: str,
     code: str,
     setup: Sequence[str],
     echo: bool,
-    user: str | int | None,
-    namespaces: bool,
+    uid: int | None,
     network: bool,
+    env: Mapping[str, str] | None,
     limits: dict[str, int],
-) -> tuple[list[str], dict[str, object]]:
-    """The child's argv (with the ``unshare`` prefix where it works) and extra spawn options."""
+    read_paths: Sequence[str | os.PathLike[str]],
+    write_paths: Sequence[str | os.PathLike[str]],
+    *,
+    private_proc: bool,
+) -> dict[str, Any]:
+    """What the supervisor needs: the code's command, its confinement and where its output goes."""
     setup_files = [_write(workdir, f"cell_{i}.py", cell) for i, cell in enumerate(setup)]
     main = _write(workdir, "main.py", code)
-    if user is not None:
-        os.chmod(workdir, 0o777)  # the other user must be able to work in it
-    cfg = {"limits": limits, "setup": setup_files, "main": main, "echo": echo}
-    argv = [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(cfg)]
-    if namespaces and user is None:
-        prefix = await _namespace_prefix(network)
-        if prefix:
-            argv = [*prefix, *argv]
-    extra: dict[str, object] = {"start_new_session": True} if os.name == "posix" else {}
-    if user is not None:
-        extra["user"] = user
-    return argv, extra
-
-
-async def _communicate(proc: asyncio.subprocess.Process, timeout: float, out: _Capture, err: _Capture) -> bool:
-    """Wait for the child within ``timeout`` while draining its pipes; True if it timed out.
-
-    The whole process group is killed at the end (background children would keep the
-    pipes open), and when the caller is cancelled.
-    """
-    readers = {
-        asyncio.ensure_future(_drain(proc.stdout, out)),
-        asyncio.ensure_future(_drain(proc.stderr, err)),
+    if uid is not None:
+        for name in (".", *setup_files, main):
+            os.chown(os.path.join(workdir, name), uid, uid)  # its own directory, nobody else's
+    boot = {"setup": setup_files, "main": main, "echo": echo}
+    return {
+        "argv": [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(boot)],
+        "cwd": workdir,
+        "env": sandbox_env(workdir, env),
+        "limits": limits,
+        "uid": uid,
+        "gid": uid,
+        "drop_caps": True,
+        "landlock": landlock_abi(),
+        "rules": landlock_rules(
+            workdir, [os.fspath(p) for p in read_paths], [os.fspath(p) for p in write_paths], private_proc
+        ),
+        "network": network,
+        "stdout": os.path.join(outdir, "stdout"),
+        "stderr": os.path.join(outdir, "stderr"),
+        "poll": _POLL,
+        "cgroups": _USE_CGROUPS,
     }
-    waiter = asyncio.ensure_future(proc.wait())
-    timed_out = False
-    try:
-        done, _ = await asyncio.wait({waiter}, timeout=timeout)
-        if not done:
-            timed_out = True
-            _kill_group(proc)
-            await waiter
-        _kill_group(proc)
-        _, pending = await asyncio.wait(readers, timeout=_GRACE)
-        for task in pending:
-            task.cancel()
-    finally:
-        if proc.returncode is None:  # cancelled while running
-            _kill_group(proc)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(waiter), _GRACE)
-        for task in readers:
-            task.cancel()  # no-op for finished readers
-        waiter.cancel()
-    return timed_out
 
 
-_NAMESPACE_PREFIX: dict[bool, list[str] | None] = {}
+async def _supervise(argv: list[str], timeout: float) -> dict[str, Any]:
+    """Start the supervisor and wait for its status line; on cancellation, make it kill the tree.
 
-
-async def _namespace_prefix(network: bool) -> list[str] | None:
-    """The ``unshare`` command that isolates PIDs (and the network), if it works here.
-
-    Probed once per process for each ``network`` setting: ``unshare`` must exist and
-    be allowed — as root directly, otherwise through an unprivileged user namespace.
+    Its stdin is a pipe the framework never writes: closing it (or dying) tells the
+    supervisor to kill everything and stop. Only the supervisor holds its stdout, so
+    reading it never waits on a daemon the code left behind.
     """
-    if network in _NAMESPACE_PREFIX:
-        return _NAMESPACE_PREFIX[network]
-    found: list[str] | None = None
-    unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
-    if unshare:
-        base = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
-        if not network:
-            base.append("--net")
-        candidates = [base] if os.geteuid() == 0 else []
-        candidates.append([*base[:1], "--user", "--map-root-user", *base[1:]])
-        for candidate in candidates:
-            try:
-                probe = await asyncio.create_subprocess_exec(
-                    *candidate, sys.executable, "-I", "-c", "pass",
-                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-                )
-                if await asyncio.wait_for(probe.wait(), 10) == 0:
-                    found = candidate
-                    break
-            except (OSError, asyncio.TimeoutError):
-                continue
-    if found is None:
-        logger.warning("sandbox: no PID/network namespaces here (unshare unavailable); "
-                       "code runs as a plain limited subprocess")
-    _NAMESPACE_PREFIX[network] = found
-    return found
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=os.name == "posix",
+        )  # fmt: skip
+    except (OSError, ValueError) as exc:
+        raise SandboxError(f"could not start the sandbox's supervisor: {exc}") from exc
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout + _BACKSTOP)
+    except asyncio.TimeoutError:
+        _kill_supervisor(proc)
+        await proc.wait()
+        return {"returncode": None, "timed_out": True, "killed_for": None}
+    except BaseException:  # cancelled: the supervisor kills the tree when its stdin closes
+        if proc.stdin is not None:
+            proc.stdin.close()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), _BACKSTOP)
+        _kill_supervisor(proc)
+        raise
+    lines = out.decode(errors="replace").strip().splitlines()
+    try:
+        status: dict[str, Any] = json.loads(lines[-1])
+    except (IndexError, ValueError) as exc:
+        raise SandboxError(f"the sandbox's supervisor failed: {err.decode(errors='replace')[-2000:]}") from exc
+    return status
+
+
+def _kill_supervisor(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL) if os.name == "posix" else proc.kill()
 
 
 def _write(workdir: str, name: str, source: str) -> str:
@@ -428,6 +382,9 @@ def _write(workdir: str, name: str, source: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(source)
     return name  # relative: tracebacks read "main.py", not the temporary path
+
+
+_namespace_prefix = namespace_prefix  # the name the tests and older callers use
 
 
 class PythonSession:

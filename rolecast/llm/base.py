@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -24,8 +23,8 @@ from typing import Any, Literal, TypeVar, cast
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
-from ..cost import estimate_tokens
-from ..errors import InvalidChoice, LLMAPIError, OutputParseError, UsageError
+from ..cost import Reservation, estimate_tokens, max_prompt_tokens
+from ..errors import InvalidChoice, LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
@@ -181,7 +180,9 @@ def pooled_vector(embedding: Sequence[Any]) -> list[float]:
     return [x / norm for x in values]
 
 
-_CHOICE = re.compile(r"""^\s*[`'"]?\s*(-?\d+)\s*[`'"]?\s*\.?\s*$""")
+#: a choice is at most this many digits: -1 … 999 999 options (and never Python's int-digit limit)
+_CHOICE_DIGITS = 6
+_QUOTES = "`'\""
 
 
 def parse_choice(text: str, n_options: int) -> int:
@@ -189,11 +190,19 @@ def parse_choice(text: str, n_options: int) -> int:
 
     "3", " 3.", "`10`" parse; "stage 1 or 2", "I choose 2" and "3.5" raise
     :class:`InvalidChoice`. Never "the first digit found" (MetaGPT's bug: "10" → 1).
+    Linear in the answer's length, with no regular expression to backtrack.
     """
-    match = _CHOICE.match(text)
-    if not match:
+    body = text.strip()
+    if body.endswith("."):
+        body = body[:-1].rstrip()
+    if body[:1] in _QUOTES:  # at most one quote (any kind) on each side
+        body = body[1:].lstrip()
+    if body[-1:] in _QUOTES:
+        body = body[:-1].rstrip()
+    digits = body[1:] if body.startswith("-") else body
+    if not digits or len(digits) > _CHOICE_DIGITS or not (digits.isascii() and digits.isdigit()):
         raise InvalidChoice(text, n_options)
-    value = int(match.group(1))
+    value = int(body)
     if not -1 <= value < n_options:
         raise InvalidChoice(text, n_options)
     return value
@@ -230,6 +239,10 @@ class BaseLLM(MetaGPTCalls, ABC):
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
     free: bool = False
+    #: ``max_tokens`` of a call whose settings name none: every call has a worst case the budget can reserve
+    default_max_tokens: int = 4096
+    #: ``max_tokens`` of a state-selection answer whose settings name none ("-1", "12": a few tokens)
+    choice_max_tokens: int = 32
 
     def __init__(self, model: str, settings: LLMSettings | None = None):
         self.model = model
@@ -272,13 +285,45 @@ class BaseLLM(MetaGPTCalls, ABC):
         meter = current_meter()
         meter.cost_manager.check(self.model, estimate_tokens(messages_text(messages)), role=meter.role, free=self.free)
 
-    def _record(self, messages: Messages, usage: Usage, text: str) -> float:
+    def _reserve(self, messages: Messages, max_tokens: int, request: dict[str, Any]) -> Reservation:
+        """Reserve the call's worst case: an upper bound of its prompt (tools and schema too) plus ``max_tokens``."""
+        extra = json.dumps([request.get("tools"), request.get("schema")], default=str)
+        prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
+        meter = current_meter()
+        return meter.cost_manager.reserve(self.model, prompt, max_tokens, role=meter.role, free=self.free)
+
+    def _record(self, messages: Messages, usage: Usage, text: str, reservation: Reservation | None = None) -> float:
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
         meter = current_meter()
+        if reservation is not None:
+            return meter.cost_manager.settle(reservation, usage.prompt_tokens, usage.completion_tokens)
         return meter.cost_manager.record(
             self.model, usage.prompt_tokens, usage.completion_tokens, role=meter.role, free=self.free
         )
+
+    def _attempt_failed(
+        self, exc: BaseException, *, messages: Messages | None = None, partial: str = "", **logged: Any
+    ) -> None:
+        """Count one failed attempt in usage and the run log (every attempt is metered, also a retried one).
+
+        A partial answer (a stream cut off) was paid for: its prompt and text are charged by estimate.
+        """
+        meter = current_meter()
+        prompt = estimate_tokens(messages_text(messages)) if partial and messages else 0
+        meter.cost_manager.record_failure(
+            self.model, prompt, estimate_tokens(partial), role=meter.role, free=self.free
+        )
+        if meter.run_log is not None:
+            meter.run_log.record_call(meter.role or "", {
+                "action": current_action(), "model": self.model, **logged, "error": f"{type(exc).__name__}: {exc}",
+            })
+
+    def _effective(self, settings: LLMSettings, default_max_tokens: int | None = None) -> LLMSettings:
+        """``settings`` with a finite ``max_tokens`` (the provider's default when none is asked)."""
+        if settings.max_tokens:
+            return settings
+        return settings.merged({"max_tokens": default_max_tokens or self.default_max_tokens})
 
     async def _metered(
         self,
@@ -287,11 +332,13 @@ class BaseLLM(MetaGPTCalls, ABC):
         call: Callable[[], Awaitable[R]],
         *,
         result_type: type[Completion] | type[Embeddings] | None = None,
+        max_tokens: int | None = None,
         **request: Any,
     ) -> R:
         """Every model call goes through here: answered from the run log when the log holds it
         (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
-        checked against the budget, made, metered, and logged before its answer is used.
+        its worst case (prompt plus ``max_tokens``) reserved against the budget, made,
+        metered, and logged before its answer is used. A failed attempt is counted too.
 
         ``result_type`` (:class:`Completion` or :class:`Embeddings`) reads a logged answer back.
         """
@@ -305,27 +352,31 @@ class BaseLLM(MetaGPTCalls, ABC):
                 result = cast(R, (result_type or Completion).from_json(recorded))
                 self._record(messages, result.usage, result.text)  # the run's totals span restarts
                 return result
-        self._check_budget(messages)
+        reserved = self.default_max_tokens if max_tokens is None else max_tokens
+        reservation = self._reserve(messages, reserved, request)
         started = time.monotonic()
-        entry: dict[str, Any] = {"action": action, "model": self.model, "fingerprint": fp, "request": summary}
         try:
             result = await call()
-        except Exception as exc:
-            if log is not None:
-                log.record_call(role, {**entry, "error": f"{type(exc).__name__}: {exc}",
-                                       "latency": time.monotonic() - started})
+        except BaseException as exc:
+            meter.cost_manager.release(reservation)
+            if isinstance(exc, Exception):  # counted, and logged as a failed call
+                self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""), fingerprint=fp,
+                                     request=summary, latency=time.monotonic() - started)  # fmt: skip
             raise
-        cost = self._record(messages, result.usage, result.text)
+        cost = self._record(messages, result.usage, result.text, reservation)
         if log is not None:
-            log.record_call(role, {**entry, "response": result.to_json(), "cost": cost,
-                                   "latency": time.monotonic() - started})
+            log.record_call(role, {
+                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
+            })
         return result
 
     async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
-        """:meth:`_metered` for embeddings (their input tokens are what is charged)."""
+        """:meth:`_metered` for embeddings: an embedding's cost is its input (nothing is generated)."""
         messages: Messages = [{"role": "user", "content": t} for t in texts]  # for fingerprints and estimates
         return await self._metered(
-            "embed", messages, lambda: self._embed(texts, purpose=purpose), result_type=Embeddings, purpose=purpose
+            "embed", messages, lambda: self._embed(texts, purpose=purpose), result_type=Embeddings, max_tokens=0,
+            purpose=purpose,
         )
 
     @property
@@ -371,7 +422,6 @@ class BaseLLM(MetaGPTCalls, ABC):
             raise LLMAPIError(f"{self!r} returned {len(result.vectors)} vectors for {len(items)} texts")
         return result.vectors
 
-
     async def complete(
         self,
         messages: Messages,
@@ -388,11 +438,12 @@ class BaseLLM(MetaGPTCalls, ABC):
         sink = _token_sink() if structured is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
+        effective = self._effective(merged)
         return await self._metered(
             "complete", messages,
-            lambda: self._complete_streaming(messages, stops, merged, sink) if sink is not None
-            else self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
-            stop=stops, settings=merged,
+            lambda: self._complete_streaming(messages, stops, effective, sink) if sink is not None
+            else self._complete(messages, stop=stops, settings=effective, structured=structured, tools=tools),
+            max_tokens=effective.max_tokens, stop=stops, settings=merged,
             schema=structured.schema if structured else None, tools=tools,
         )
 
@@ -421,24 +472,29 @@ class BaseLLM(MetaGPTCalls, ABC):
         sink = _token_sink()
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
+        effective = self._effective(merged)
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
 
         async def call() -> Completion:
             parts: list[str] = []
             usage = Usage()
-            async for chunk in self._stream(messages, stop=stops, settings=merged):
-                if isinstance(chunk, Usage):
-                    usage = chunk
-                elif chunk:
-                    parts.append(chunk)
-                    chunks.put_nowait(chunk)
-                    if sink is not None:
-                        sink(chunk)
+            try:
+                async for chunk in self._stream(messages, stop=stops, settings=effective):
+                    if isinstance(chunk, Usage):
+                        usage = chunk
+                    elif chunk:
+                        parts.append(chunk)
+                        chunks.put_nowait(chunk)
+                        if sink is not None:
+                            sink(chunk)
+            except LLMError as exc:
+                exc.partial = "".join(parts)  # what was streamed (and paid for) before it broke
+                raise
             return Completion(text="".join(parts), usage=usage, model=self.model)
 
         # the same metered path as every call; chunks are passed on as they come
         task = asyncio.ensure_future(self._metered(
-            "complete", messages, call, stop=stops, settings=merged
+            "complete", messages, call, max_tokens=effective.max_tokens, stop=stops, settings=merged
         ))
         task.add_done_callback(lambda _: chunks.put_nowait(None))
         streamed = False
@@ -471,9 +527,10 @@ class BaseLLM(MetaGPTCalls, ABC):
             raise UsageError("choose() needs at least one option")
         messages = to_messages(prompt, system_msgs)
         merged = self.settings.merged(settings)
+        effective = self._effective(merged, self.choice_max_tokens)
         completion = await self._metered(
-            "choose", messages, lambda: self._choose_text(messages, n_options, merged),
-            n_options=n_options, settings=merged,
+            "choose", messages, lambda: self._choose_text(messages, n_options, effective),
+            max_tokens=effective.max_tokens, n_options=n_options, settings=merged,
         )
         return parse_choice(completion.text, n_options)
 

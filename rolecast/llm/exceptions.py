@@ -14,6 +14,8 @@ The SDKs are imported only when their mapping is first used.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -23,6 +25,7 @@ from ..errors import (
     LLMAPIError,
     LLMConnectionError,
     LLMRateLimitError,
+    LLMResponseError,
     LLMTimeoutError,
     RolecastError,
 )
@@ -73,9 +76,15 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
             body=exc.body,
         )
 
+    def too_slow(exc: Any) -> RolecastError:
+        return LLMTimeoutError(f"the model server{where} did not answer in time{_attempts_text(attempts())}")
+
     return {
-        openai.APITimeoutError: lambda exc: LLMTimeoutError(
-            f"the model server{where} did not answer in time{_attempts_text(attempts())}"
+        openai.APITimeoutError: too_slow,
+        asyncio.TimeoutError: too_slow,  # an attempt past its whole-call timeout (not a single slow read)
+        TimeoutError: too_slow,
+        json.JSONDecodeError: lambda exc: LLMResponseError(
+            f"the model server's answer is not valid JSON{_attempts_text(attempts())}: {exc}"
         ),
         openai.APIConnectionError: lambda exc: LLMConnectionError(
             f"could not reach the model server{where}{_attempts_text(attempts())}: {exc}"

@@ -186,6 +186,8 @@ class LocalLLM(BaseLLM):
     free = True
     supports_json_schema = True
     grammar_constrained = True
+    default_max_tokens = DEFAULT_MAX_TOKENS
+    choice_max_tokens = CHOICE_MAX_TOKENS
     supports_tools = False
     supports_embeddings = True
 

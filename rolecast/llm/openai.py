@@ -23,14 +23,24 @@ again without it and, if that works, the field is not sent again by this instanc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 from loguru import logger
 
 from ..config import OpenAIConfig
-from ..errors import ConfigError, LLMAPIError
+from ..errors import (
+    ConfigError,
+    LLMAPIError,
+    LLMEmptyAnswerError,
+    LLMError,
+    LLMIncompleteError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
 from .base import (
     BaseLLM,
     Completion,
@@ -46,6 +56,7 @@ from .base import (
     truncate_at_stop,
 )
 from .exceptions import openai_errors
+from .openai_wire import StreamState, check_response, retry_after
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
@@ -58,10 +69,12 @@ _FORMAT_KINDS = ("json_schema", "json_object")
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """Connection errors, timeouts, 429 and 5xx are worth another try; nothing else is."""
+    """Connection errors, timeouts, 429, 5xx and unusable answers are worth another try; nothing else is."""
     import openai
 
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    if isinstance(exc, (openai.APIConnectionError, asyncio.TimeoutError, TimeoutError, json.JSONDecodeError)):
+        return True  # APIConnectionError includes the SDK's per-read APITimeoutError
+    if isinstance(exc, LLMResponseError):  # malformed, empty or not JSON at all: a proxy's error page, a glitch
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
@@ -96,7 +109,11 @@ class OpenAILLM(BaseLLM):
 
     ``retry_initial``, ``retry_max`` and ``retry_jitter`` (seconds) shape the backoff
     between attempts; tests make them tiny. ``max_retries`` is the number of retries
-    after the first attempt.
+    after the first attempt. A server's ``Retry-After`` (or ``retry-after-ms``) is
+    honoured, up to ``retry_after_max`` seconds. ``timeout`` (or the call's
+    ``settings.timeout``) bounds each attempt as a whole — not each read, so a server
+    trickling bytes cannot stretch a call — and every attempt, failed ones too, is
+    metered.
     """
 
     supports_json_schema = True
@@ -116,6 +133,7 @@ class OpenAILLM(BaseLLM):
         retry_initial: float = 0.5,
         retry_max: float = 8.0,
         retry_jitter: float = 0.5,
+        retry_after_max: float = 30.0,
         http_client: Any = None,
     ):
         super().__init__(model, settings)
@@ -131,6 +149,7 @@ class OpenAILLM(BaseLLM):
         self.retry_initial = retry_initial
         self.retry_max = retry_max
         self.retry_jitter = retry_jitter
+        self.retry_after_max = retry_after_max
         # True = always send response_format, False = never, None = try and learn.
         self.structured_outputs = structured_outputs
         self.supports_json_schema = structured_outputs is not False
@@ -213,22 +232,22 @@ class OpenAILLM(BaseLLM):
             params["extra_body"] = dict(settings.extra)
         return params
 
-    async def _create(self, params: dict[str, Any], probe: str | None = None, *, endpoint: str = "chat") -> Any:
+    async def _create(
+        self, params: dict[str, Any], probe: str | None = None, *, check: bool = True, raw: bool = False,
+        endpoint: str = "chat",
+    ) -> Any:
         """One request, retried on transient errors, SDK errors mapped to rolecast errors.
 
         ``endpoint`` is ``"chat"`` (chat completions) or ``"embeddings"``.
 
         ``probe`` names an optional field whose support is being learned: an error that
         names it is an answer about the field, not a transient failure, so it is not retried.
+        Each attempt must finish within the timeout (as a whole); with ``check`` its
+        answer must be a usable chat completion, or it counts as a failed attempt. With
+        ``raw`` the HTTP response comes back unread (a stream, parsed by :meth:`_stream`).
         """
         import openai
-        from tenacity import (
-            AsyncRetrying,
-            retry_if_exception,
-            stop_after_attempt,
-            wait_exponential,
-            wait_random,
-        )
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         def should_retry(exc: BaseException) -> bool:
             if probe and isinstance(exc, openai.APIStatusError) and probe in str(exc):
@@ -237,16 +256,12 @@ class OpenAILLM(BaseLLM):
 
         client = self._get_client()
         attempts = 0
+        limit = float(params.get("timeout") or self.timeout)
         retrying = AsyncRetrying(
             retry=retry_if_exception(should_retry),
             stop=stop_after_attempt(self.max_retries + 1),
-            # exponential backoff plus random jitter, spelled portably across tenacity 8 and 9
-            wait=wait_exponential(multiplier=self.retry_initial, max=self.retry_max)
-            + wait_random(0, self.retry_jitter),
-            before_sleep=lambda state: logger.debug(
-                "{}: attempt {} failed ({}); retrying", self, state.attempt_number,
-                state.outcome.exception() if state.outcome else None,
-            ),
+            wait=self._wait,
+            before_sleep=self._before_sleep,
             reraise=True,
         )
         with openai_errors(attempts=lambda: attempts, url=self.server_url):
@@ -254,9 +269,28 @@ class OpenAILLM(BaseLLM):
                 with attempt:
                     attempts += 1
                     if endpoint == "embeddings":
-                        return await client.embeddings.create(**params)
-                    return await client.chat.completions.create(**params)
+                        return await asyncio.wait_for(client.embeddings.create(**params), limit)
+                    create = client.chat.completions.with_raw_response.create if raw else client.chat.completions.create
+                    response = await asyncio.wait_for(create(**params), limit)
+                    if raw:
+                        return response.http_response
+                    return check_response(response) if check else response
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+
+    def _wait(self, state: Any) -> float:
+        """Exponential backoff with jitter, or the server's ``Retry-After`` (capped) when it sent one."""
+        asked = retry_after(state.outcome.exception() if state.outcome else None)
+        if asked is not None:
+            return min(asked, self.retry_after_max)
+        attempt = int(state.attempt_number)
+        backoff = min(self.retry_max, self.retry_initial * 2.0 ** (attempt - 1))
+        return float(backoff + random.uniform(0, self.retry_jitter))
+
+    def _before_sleep(self, state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, exc)
+        if exc is not None:
+            self._attempt_failed(exc)  # the seam meters the last attempt; the retried ones are metered here
 
     async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
         """Send ``params`` constrained to ``request.schema`` in the best format the server takes.
@@ -282,6 +316,7 @@ class OpenAILLM(BaseLLM):
                 if not learning or not _rejects_field(exc, "response_format"):
                     raise
                 logger.info("{}: the server rejected response_format {} ({})", self, kind, exc)
+                self._attempt_failed(exc)
                 continue
             if learning:
                 self.structured_outputs = True
@@ -297,17 +332,18 @@ class OpenAILLM(BaseLLM):
         """Open a stream, asking for usage in its last chunk unless the server is known to refuse."""
         params = {**params, "stream": True}
         if self._stream_usage is False:
-            return await self._create(params)
+            return await self._create(params, raw=True)
         with_usage = {**params, "stream_options": {"include_usage": True}}
         if self._stream_usage:
-            return await self._create(with_usage)
+            return await self._create(with_usage, raw=True)
         try:
-            stream = await self._create(with_usage, probe="stream_options")
+            stream = await self._create(with_usage, probe="stream_options", raw=True)
         except LLMAPIError as exc:
             if not _rejects_field(exc, "stream_options"):
                 raise
             logger.info("{}: the server rejected stream_options ({}); streaming without usage", self, exc)
-            stream = await self._create(params)
+            self._attempt_failed(exc)
+            stream = await self._create(params, raw=True)
             self._stream_usage = False
             return stream
         self._stream_usage = True
@@ -315,9 +351,7 @@ class OpenAILLM(BaseLLM):
 
     @staticmethod
     def _completion(response: Any, stop: list[str] | None) -> Completion:
-        if not response.choices:
-            raise LLMAPIError("the model server returned no choices", body=None)
-        choice = response.choices[0]
+        choice = check_response(response).choices[0]
         message = choice.message
         calls: list[ToolCall] = []
         for tc in message.tool_calls or []:
@@ -353,21 +387,48 @@ class OpenAILLM(BaseLLM):
     async def _stream(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
-        stream = await self._create_stream(self._params(messages, stop, settings))
-        usage: Usage | None = None
+        """Read the server-sent events ourselves: a stream must end with ``[DONE]`` or a
+        ``finish_reason``; a cut, garbled or non-SSE stream is a typed error, never a short answer."""
+        params = self._params(messages, stop, settings)
+        limit = float(params.get("timeout") or self.timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        response = await self._create_stream(params)
+        state = StreamState()
         try:
-            # mid-stream failures are not retried: part of the answer is already out
-            with openai_errors(url=self.server_url):
-                async for chunk in stream:
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices or []:
-                        if choice.index == 0 and choice.delta is not None and choice.delta.content:
-                            yield choice.delta.content
+            kind = response.headers.get("content-type", "")
+            if "text/event-stream" not in kind:
+                raise LLMResponseError(f"the server answered a stream request with {kind or 'no content type'}")
+            lines = response.aiter_lines().__aiter__()
+            while not state.done:
+                try:
+                    line = await asyncio.wait_for(lines.__anext__(), max(0.0, deadline - loop.time()))
+                except StopAsyncIteration:
+                    line = None
+                except (asyncio.TimeoutError, TimeoutError) as exc:
+                    raise LLMTimeoutError(f"the streamed answer did not finish within {limit:g} s") from exc
+                except Exception as exc:  # the connection broke mid-stream
+                    raise LLMIncompleteError(f"the stream broke off: {type(exc).__name__}: {exc}") from exc
+                for piece in state.feed(line):
+                    yield piece
+                if line is None:
+                    break
+        except LLMError as exc:
+            exc.partial = "".join(state.parts)
+            raise
         finally:
-            await stream.close()
-        if usage is not None:
-            yield usage
+            with contextlib.suppress(Exception):
+                await response.aclose()
+        if not (state.done or state.finished):
+            error = LLMIncompleteError(
+                f"the stream ended before the answer did (no [DONE], no finish_reason; {len(state.parts)} piece(s))"
+            )
+            error.partial = "".join(state.parts)
+            raise error
+        if not state.parts:
+            raise LLMEmptyAnswerError("the model streamed no text")
+        if state.usage is not None:
+            yield state.usage
 
     async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
         """``POST /v1/embeddings`` (OpenAI, a llama.cpp server started with embeddings on, Ollama, vLLM …).

@@ -38,20 +38,19 @@ from ..prompt_function import PromptTemplate
 from .base import FunctionPlan, Planner, PlanStep
 from .prompts import SEQUENTIAL_FIX, SEQUENTIAL_PLANNER_PROMPT, SEQUENTIAL_STOP
 
+#: the longest answer the plan parser reads (a plan of a few hundred steps)
+MAX_PLAN_CHARS = 200_000
+
 _FENCE = re.compile(r"```(?:xml|XML)?\s*\n?(.*?)```", re.DOTALL)
-_PLAN = re.compile(r"<plan\b[^>]*?/>|<plan\b[^>]*>.*?</plan\s*>", re.DOTALL | re.IGNORECASE)
-_ATTR_VALUE = r"""(?:"[^"]*"|'[^']*'|[^\s"'<>/=]+)"""
-_ATTR_NAME = r"""[^\s"'<>/=]+"""
-_FUNCTION_TAG = (
-    rf"<\s*function\.(?P<name>[^\s\"'<>/=]+)"
-    rf"(?P<attrs>(?:\s*{_ATTR_NAME}\s*=\s*{_ATTR_VALUE})*)\s*/?\s*>"
-)
-# comments first, so a function tag quoted in a comment is not a step; a comment
-# inside an attribute value stays part of its tag, which starts earlier
-_SCAN = re.compile(rf"<!--.*?-->|{_FUNCTION_TAG}", re.DOTALL | re.IGNORECASE)
-_ATTR = re.compile(rf"""({_ATTR_NAME})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>/=]+))""")
-_CHAR_REF = re.compile(r"&#([xX][0-9a-fA-F]+|\d+);")
 _PLAN_OPEN = re.compile(r"<plan\b", re.IGNORECASE)
+_PLAN_CLOSE = re.compile(r"</plan\s*>", re.IGNORECASE)
+# where a step or a comment may start; comments first, so a tag quoted in a comment is not a step
+_MARK = re.compile(r"<!--|<\s*function\.", re.IGNORECASE)
+_NAME = re.compile(r"""[^\s"'<>/=]+""")
+_EQUALS = re.compile(r"\s*=\s*")
+_SPACE = re.compile(r"\s*")
+_END = re.compile(r"\s*/?\s*>")
+_CHAR_REF = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,8})|([0-9]{1,10}));")
 
 
 def _xml_text(text: str) -> str:
@@ -63,18 +62,43 @@ def _xml_text(text: str) -> str:
     return text.strip()
 
 
+def _plan_element(text: str) -> str | None:
+    """The first ``<plan …/>`` or ``<plan …>…</plan>`` in ``text``, found in one linear pass.
+
+    (The regular expression ``<plan\\b[^>]*>.*?</plan>`` rescans the rest of the text from
+    every ``<plan``: ``'<plan>' * 16000`` took seconds.)
+    """
+    close = _PLAN_CLOSE.search(text)
+    gt = -1
+    for opening in _PLAN_OPEN.finditer(text):
+        if gt < opening.end():
+            gt = text.find(">", opening.end())  # starts past the last find: the finds never overlap
+            if gt < 0:
+                return None
+        if text[gt - 1] == "/" and gt - 1 >= opening.end():
+            return text[opening.start() : gt + 1]
+        while close is not None and close.start() <= gt:
+            close = _PLAN_CLOSE.search(text, close.end())
+        if close is not None:
+            return text[opening.start() : close.end()]
+    return None
+
+
 def _strict(text: str) -> Element:
     import defusedxml.ElementTree as DET
 
-    match = _PLAN.search(text)
-    if match is None:
+    element = _plan_element(text)
+    if element is None:
         raise ParseError("no <plan> ... </plan> element in the answer")
-    return DET.fromstring(match.group(0))
+    return DET.fromstring(element)
 
 
 def _char(match: re.Match[str]) -> str:
-    ref = match.group(1)
-    return chr(int(ref[1:], 16) if ref[0] in "xX" else int(ref))
+    """A character reference as its character; one XML cannot hold stays as written (escaped later)."""
+    hexa, decimal = match.groups()
+    code = int(hexa, 16) if hexa else int(decimal)
+    valid = code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+    return chr(code) if valid else match.group(0)
 
 
 def _unescape(value: str) -> str:
@@ -82,21 +106,84 @@ def _unescape(value: str) -> str:
     return unescape(value, {"&quot;": '"', "&apos;": "'"})
 
 
+class _TagScanner:
+    """Reads ``<function.Name attr=value …>`` elements left to right, each character once.
+
+    Attribute values are double-quoted, single-quoted or bare (a bare value ends at
+    white space, a quote, ``<``, ``>``, ``/`` or ``=``). A tag that does not parse is
+    skipped from the point where it went wrong, so no character is read twice.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.no_more: set[str] = set()  # closers (quotes, "-->") known to be absent from here on
+
+    def _find(self, needle: str, pos: int) -> int:
+        if needle in self.no_more:
+            return -1
+        found = self.text.find(needle, pos)
+        if found < 0:
+            self.no_more.add(needle)
+        return found
+
+    def tags(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        found: list[tuple[str, list[tuple[str, str]]]] = []
+        pos = 0
+        while (mark := _MARK.search(self.text, pos)) is not None:
+            if mark.group() == "<!--":
+                end = self._find("-->", mark.end())
+                pos = end + 3 if end >= 0 else mark.end()  # an unclosed comment is text
+                continue
+            tag, pos = self._tag(mark.end())
+            if tag is not None:
+                found.append(tag)
+        return found
+
+    def _tag(self, pos: int) -> tuple[tuple[str, list[tuple[str, str]]] | None, int]:
+        """One tag after ``<function.``: ``(name, attributes)`` and where it ends, or ``None`` and where it broke."""
+        text = self.text
+        name = _NAME.match(text, pos)
+        if name is None:
+            return None, pos
+        attrs: list[tuple[str, str]] = []
+        pos = name.end()
+        while True:
+            end = _END.match(text, pos)
+            if end is not None:
+                return (name.group(), attrs), end.end()
+            pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # \s* always matches
+            key = _NAME.match(text, pos)
+            equals = _EQUALS.match(text, key.end()) if key else None
+            if key is None or equals is None:
+                return None, pos
+            pos = equals.end()
+            quote = text[pos : pos + 1]
+            if quote in ("'", '"'):
+                close = self._find(quote, pos + 1)
+                if close < 0:
+                    return None, pos + 1
+                attrs.append((key.group(), text[pos + 1 : close]))
+                pos = close + 1
+            else:
+                bare = _NAME.match(text, pos)
+                if bare is None:
+                    return None, pos
+                attrs.append((key.group(), bare.group()))
+                pos = bare.end()
+
+
 def repair_plan_xml(text: str) -> str:
-    """Rebuild a plan as clean XML from its ``<function.…>`` elements, found by regex.
+    """Rebuild a plan as clean XML from its ``<function.…>`` elements, found in one linear scan.
 
     Handles unescaped ``&`` / ``<`` in values, single-quoted or unquoted values, a
     missing ``/`` or ``</plan>``, stray closing tags, and prose around the plan.
+    Character references that XML cannot hold (``&#xD800;``, ``&#1114112;``) are kept
+    as text.
     """
-    tags: list[str] = []
-    for match in _SCAN.finditer(text):
-        if match.group("name") is None:
-            continue  # a comment
-        attrs = []
-        for name, dq, sq, bare in _ATTR.findall(match.group("attrs") or ""):
-            value = dq or sq or bare
-            attrs.append(f"{name}={quoteattr(_unescape(value))}")
-        tags.append(f"<function.{match.group('name')} {' '.join(attrs)}/>")
+    tags = []
+    for name, attributes in _TagScanner(text).tags():
+        attrs = " ".join(f"{key}={quoteattr(_unescape(value))}" for key, value in attributes)
+        tags.append(f"<function.{name} {attrs}/>")
     if not tags and not _PLAN_OPEN.search(text):
         raise ParseError("no <plan> and no <function.Plugin.Function .../> elements in the answer")
     return "<plan>" + "".join(tags) + "</plan>"
@@ -105,13 +192,15 @@ def repair_plan_xml(text: str) -> str:
 def _read_xml(text: str) -> Element:
     import defusedxml.ElementTree as DET
 
+    if len(text) > MAX_PLAN_CHARS:
+        raise PlanParseError(f"the plan is longer than {MAX_PLAN_CHARS} characters", raw=text)
     try:
         return _strict(text)
-    except ParseError as strict_error:
+    except (ParseError, ValueError) as strict_error:  # defusedxml refuses entities with a ValueError
         logger.debug("plan XML does not parse ({}); repairing it", strict_error)
         try:
             return DET.fromstring(repair_plan_xml(text))
-        except ParseError as exc:
+        except (ParseError, ValueError) as exc:
             raise PlanParseError(f"the plan is not valid XML: {exc}", raw=text) from exc
 
 
