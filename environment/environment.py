@@ -43,6 +43,8 @@ class Environment(BaseModel):
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
     _outbox: list[Message] | None = PrivateAttr(default=None)  # a round's messages, delivered at its end
+    _ready: dict[str, Role] = PrivateAttr(default_factory=dict)  # roles whose inbox received something
+    _rank: dict[str, int] = PrivateAttr(default_factory=dict)  # a role's place in the roles' order
     _run_log: RunLog | None = PrivateAttr(default=None)
 
     @property
@@ -58,8 +60,24 @@ class Environment(BaseModel):
         if role.name in self.roles and self.roles[role.name] is not role:
             raise UsageError(f"a role named {role.name!r} is already in this environment")
         self.roles[role.name] = role
+        self._rank.setdefault(role.name, len(self._rank))
         role.set_env(self)
         self.set_addresses(role, role.addresses)
+        role.rc.msg_buffer.set_listener(lambda: self._mark_ready(role))
+        if not role.is_idle:  # e.g. a restored role with messages in its inbox
+            self._mark_ready(role)
+
+    def _mark_ready(self, role: Role) -> None:
+        self._ready[role.name] = role
+
+    def _take_ready(self) -> list[Role]:
+        """The roles with something to do, in the roles' order; the ready set starts afresh."""
+        ready, self._ready = self._ready, {}
+        active = [role for role in ready.values() if not role.is_idle]
+        if len(active) > 1:
+            rank = self._rank
+            active.sort(key=lambda role: rank.get(role.name, len(rank)))
+        return active
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         for role in roles:
@@ -124,7 +142,7 @@ class Environment(BaseModel):
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
-        rank = {name: i for i, name in enumerate(self.roles)}
+        rank = self._rank
         last = len(rank)
         order = sorted(range(len(outbox)), key=lambda i: (rank.get(outbox[i].sent_from, last), i))
         for i in order:
@@ -132,14 +150,19 @@ class Environment(BaseModel):
 
     @property
     def is_idle(self) -> bool:
-        """True when no role has anything to read or do."""
-        return all(role.is_idle for role in self.roles.values())
+        """True when no role has anything to read or do (only roles that received something are asked)."""
+        return all(role.is_idle for role in self._ready.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:
-        """Run ``k`` rounds; in each, every role with news takes its turn concurrently."""
+        """Run ``k`` rounds; in each, every role with news takes its turn concurrently.
+
+        Only roles whose inbox received something since their last turn are looked at
+        (the inbox tells the environment), so a round costs what its active roles do,
+        not the size of the team.
+        """
         for _ in range(k):
-            active = [role for role in self.roles.values() if not role.is_idle]
+            active = self._take_ready()
             if not active:
                 return
             log = self._run_log
@@ -153,7 +176,14 @@ class Environment(BaseModel):
                 self._deliver_round(outbox)
             if log is not None:
                 log.emit(ROUND_FINISHED, {"messages": len(outbox)})
+            self._keep_unfinished(active)
             self._handle_failures(active, results)
+
+    def _keep_unfinished(self, active: list[Role]) -> None:
+        """A role that ran but still has something to do (a turn that failed before reading) stays ready."""
+        for role in active:
+            if not role.is_idle:
+                self._mark_ready(role)
 
     async def _turn(self, role: Role) -> Message | None:
         """One role's turn, logged: started, then finished (with its message) or failed."""

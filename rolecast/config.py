@@ -47,6 +47,10 @@ class LLMConfig(BaseModel):
     model_path: str | None = Field(default=None, description="GGUF file for the local provider")
     n_ctx: int = 8192
     n_threads: int | None = None
+    prefix_cache_mib: float = Field(
+        default=256.0, ge=0,
+        description="local provider: memory for the per-role saved prompt states (0 = re-read every prompt)",
+    )
     structured_outputs: bool | None = Field(
         default=None,
         description="whether the OpenAI-compatible server accepts response_format json_schema; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -28,13 +29,24 @@ class MessageQueue:
     The environment delivers a round's messages when the round ends (see
     :meth:`environment.Environment.publish_message`), so a message published during a
     round is read at the next one, whichever role the scheduler happened to run first.
+
+    A listener (the environment's, see :meth:`set_listener`) is told whenever messages
+    arrive, so the scheduler knows which roles have something to read without asking
+    every role every round.
     """
 
     def __init__(self) -> None:
         self._queue: deque[Message] = deque()
+        self._listener: Callable[[], None] | None = None
+
+    def set_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` after every push and requeue (None: nobody listens)."""
+        self._listener = listener
 
     def push(self, message: Message) -> None:
         self._queue.append(message)
+        if self._listener is not None:
+            self._listener()
 
     def pop_all(self) -> list[Message]:
         items = list(self._queue)
@@ -44,6 +56,8 @@ class MessageQueue:
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
         self._queue.extendleft(reversed(messages))
+        if messages and self._listener is not None:
+            self._listener()
 
     def empty(self) -> bool:
         return not self._queue
