@@ -117,13 +117,13 @@ async def state_selection(llm: LocalLLM, reps: int, k: int) -> dict[str, Any]:
 
 
 def main_job(runs: int) -> dict[str, Any]:
-    """Wall time of the README's main job in a fresh process (model load included)."""
+    """Wall time of the README's main job in a fresh process (model load included; this checkout's code)."""
     cmd = [sys.executable, "examples/build_customized_multi_agents.py", "write a function that adds two numbers"]
     walls = []
     for _ in range(runs):
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
-                       env={**os.environ, "ROLECAST_STORE": "none"})
+                       env={**os.environ, "ROLECAST_STORE": "none", "PYTHONPATH": str(ROOT)})
         walls.append(time.perf_counter() - t0)
     return {"runs": runs, "median_s": statistics.median(walls), "min_s": min(walls), "walls_s": walls}
 
