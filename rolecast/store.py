@@ -157,26 +157,24 @@ class SQLiteRunStore:
         payload = json.dumps(event.data, ensure_ascii=False, default=str)
         with self._lock:
             try:
-                event.seq = self._next_seq(event.run_id)
-                self._db.execute(
-                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
-                )
-                if event.kind in DURABLE_KINDS:
-                    self._db.commit()
-            except sqlite3.IntegrityError:
-                # another process appended to this run meanwhile: take the next free number
-                self._next.pop(event.run_id, None)
-                event.seq = self._next_seq(event.run_id)
-                self._db.execute(
-                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
-                )
+                try:
+                    self._insert(event, payload)
+                except sqlite3.IntegrityError:
+                    # another process appended to this run meanwhile: take the next free number
+                    self._next.pop(event.run_id, None)
+                    self._insert(event, payload)
                 if event.kind in DURABLE_KINDS:
                     self._db.commit()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
         return event
+
+    def _insert(self, event: RunEvent, payload: str) -> None:
+        event.seq = self._next_seq(event.run_id)
+        self._db.execute(
+            "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+        )
 
     def flush(self) -> None:
         """Commit what is written so far."""

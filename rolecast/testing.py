@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .context import current_scope
 from .cost import estimate_tokens
 from .errors import ScriptExhausted, UsageError
 from .llm.base import (
@@ -34,6 +33,7 @@ from .llm.base import (
     truncate_at_stop,
 )
 from .llm.recording import describe_request
+from .metering import current_meter
 from .runlog import RunLog, current_action
 from .store import RunStore, open_store
 
@@ -151,6 +151,8 @@ class ScriptedLLM(_DoubleBase):
             reply = reply(call.messages)
             if inspect.isawaitable(reply):
                 reply = await reply
+        if not isinstance(reply, (str, Completion)):
+            raise UsageError(f"a scripted reply must be text or a Completion, not {type(reply).__name__}")
         return reply
 
     def assert_complete(self) -> None:
@@ -227,9 +229,8 @@ class ReplayLLM(BaseLLM):
     async def _metered(
         self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
     ) -> Completion:
-        scope = current_scope()
         fp, summary = describe_request(kind, messages, **request)
-        recorded = self.log.lookup(scope.role or "", current_action(), fp, summary)
+        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
         completion = Completion.from_json(recorded)
         self._record(messages, completion.usage, completion.text)

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rolecast.config import LLMConfig
+from rolecast.config import LLMConfig, LocalConfig
 from rolecast.context import Context
+from rolecast.errors import ConfigError
 from rolecast.llm.prefix_cache import PrefixCache, SavedState, conversation_key
 
 
@@ -117,9 +118,10 @@ def test_the_key_is_the_running_role_of_its_team_else_the_system_prompt() -> Non
 
 
 def test_the_budget_is_configurable_and_checked() -> None:
-    assert LLMConfig().prefix_cache_mib == 256
-    assert LLMConfig(prefix_cache_mib=0).prefix_cache_mib == 0
-    with pytest.raises(ValueError):
+    assert LocalConfig().prefix_cache_mib == 256
+    config = LLMConfig(prefix_cache_mib=0)  # a local-only option: it means the local provider
+    assert isinstance(config, LocalConfig) and config.prefix_cache_mib == 0
+    with pytest.raises(ConfigError):
         LLMConfig(prefix_cache_mib=-1)
 
 

@@ -12,6 +12,7 @@ Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from abc import ABC, abstractmethod
@@ -20,45 +21,22 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..cost import estimate_tokens
 from ..errors import InvalidChoice, OutputParseError, UsageError
+from ..jsonutil import extract_json
+from ..metering import current_meter
 from ..runlog import current_action
+from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .recording import describe_request
 
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
-
-class LLMSettings(BaseModel):
-    """Execution settings for one call (Semantic Kernel's *execution settings*).
-
-    ``None`` means "the provider's default". ``extra`` is passed to the provider as is.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float | None = None
-    max_tokens: int | None = None
-    top_p: float | None = None
-    seed: int | None = None
-    timeout: float | None = None
-    extra: dict[str, Any] = {}
-
-    def merged(self, override: LLMSettings | dict[str, Any] | None) -> LLMSettings:
-        """These settings with every non-None value of ``override`` applied on top."""
-        if override is None:
-            return self
-        if isinstance(override, dict):
-            override = LLMSettings(**override)
-        data = self.model_dump()
-        for key, value in override.model_dump(exclude_none=True).items():
-            if key == "extra":
-                data["extra"] = {**data["extra"], **value}
-            else:
-                data[key] = value
-        return LLMSettings(**data)
+#: what :meth:`BaseLLM.ask_valid` says to the model after an unusable answer
+DEFAULT_FIX = "That answer is invalid: {error}\nAnswer again with corrected JSON only."
 
 
 @dataclass
@@ -225,21 +203,15 @@ class BaseLLM(ABC):
 
     # ----------------------------------------------------------------- metering
     def _check_budget(self, messages: Messages) -> None:
-        from ..context import current_scope
-
-        scope = current_scope()
-        scope.context.cost_manager.check(
-            self.model, estimate_tokens(messages_text(messages)), role=scope.role, free=self.free
-        )
+        meter = current_meter()
+        meter.cost_manager.check(self.model, estimate_tokens(messages_text(messages)), role=meter.role, free=self.free)
 
     def _record(self, messages: Messages, usage: Usage, text: str) -> float:
-        from ..context import current_scope
-
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
-        scope = current_scope()
-        return scope.context.cost_manager.record(
-            self.model, usage.prompt_tokens, usage.completion_tokens, role=scope.role, free=self.free
+        meter = current_meter()
+        return meter.cost_manager.record(
+            self.model, usage.prompt_tokens, usage.completion_tokens, role=meter.role, free=self.free
         )
 
     async def _metered(
@@ -248,11 +220,9 @@ class BaseLLM(ABC):
         """Every model call goes through here: answered from the run log when the log holds it
         (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
         checked against the budget, made, metered, and logged before its answer is used."""
-        from ..context import current_scope
-
-        scope = current_scope()
-        log = scope.context.run_log
-        role, action = scope.role or "", current_action()
+        meter = current_meter()
+        log = meter.run_log
+        role, action = meter.role or "", current_action()
         fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
         if log is not None:
             recorded = log.lookup(role, action, fp, summary)
@@ -377,6 +347,47 @@ class BaseLLM(ABC):
         )
         return parse_choice(completion.text, n_options)
 
+    async def ask_valid(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        parse: Callable[[str], T],
+        system_msgs: Sequence[str] | None = None,
+        *,
+        tries: int = 3,
+        fix: str = DEFAULT_FIX,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+        structured: StructuredRequest | None = None,
+    ) -> T:
+        """Ask until ``parse(answer)`` accepts an answer: the one ask → parse → fix → re-ask loop.
+
+        ``parse`` raises :class:`~rolecast.errors.OutputParseError`, a pydantic
+        ``ValidationError`` or a ``ValueError`` for an answer it cannot use; that answer
+        and ``fix.format(error=...)`` go back to the model, up to ``tries`` answers in
+        all. Then :class:`~rolecast.errors.OutputParseError` carries the last answer
+        (``raw``) and every attempt's error (``errors``). Each answer is a metered call.
+        """
+        if tries < 1:
+            raise UsageError("ask_valid() needs at least one try")
+        messages = to_messages(prompt, system_msgs)
+        errors: list[str] = []
+        raw = ""
+        for attempt in range(1, tries + 1):
+            completion = await self.complete(messages, stop=stop, settings=settings, structured=structured)
+            raw = completion.text
+            try:
+                return parse(raw)
+            except (OutputParseError, ValidationError, ValueError) as exc:
+                errors.append(str(exc))
+                logger.debug("{}: answer {} of {} unusable: {}", self, attempt, tries, exc)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": raw},
+                    {"role": "user", "content": fix.format(error=exc)},
+                ]
+        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        raise OutputParseError(f"no usable answer after {attempts}: {errors[-1]}", raw=raw, errors=errors)
+
     async def structured(
         self,
         prompt: str | Sequence[dict[str, Any]],
@@ -391,11 +402,10 @@ class BaseLLM(ABC):
 
         The JSON schema goes to providers that can constrain decoding and into the
         prompt for all. A parse or validation error — including a ``ValueError`` from
-        ``validate`` — is sent back to the model, up to ``retries`` more times; then
-        :class:`~rolecast.errors.OutputParseError` carries the last raw answer.
+        ``validate`` — is sent back to the model (:meth:`ask_valid`), up to ``retries``
+        more times; then :class:`~rolecast.errors.OutputParseError` carries the last raw
+        answer and every error.
         """
-        import json
-
         schema = output_type.model_json_schema()
         messages = to_messages(prompt, system_msgs)
         note = "Answer with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(
@@ -405,34 +415,24 @@ class BaseLLM(ABC):
             messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{note}"}
         else:
             messages.append({"role": "user", "content": note})
-        request = StructuredRequest(schema=schema, name=output_type.__name__)
-        raw = ""
-        error = ""
-        for attempt in range(retries + 1):
-            completion = await self.complete(messages, settings=settings, structured=request)
-            raw = completion.text
-            try:
-                value = output_type.model_validate(_load_object(raw))
-                if validate is not None:
-                    validate(value)
-                return value
-            except (OutputParseError, ValidationError, ValueError) as exc:
-                error = str(exc)
-                logger.debug("structured output attempt {} invalid: {}", attempt + 1, error)
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {
-                        "role": "user",
-                        "content": f"That answer is invalid: {error}\nAnswer again with corrected JSON only.",
-                    },
-                ]
-        raise OutputParseError(
-            f"no valid {output_type.__name__} after {retries + 1} attempts: {error}", raw=raw
-        )
+
+        def parse(raw: str) -> M:
+            value = output_type.model_validate(_load_object(raw))
+            if validate is not None:
+                validate(value)
+            return value
+
+        try:
+            return await self.ask_valid(
+                messages, parse, tries=retries + 1, settings=settings,
+                structured=StructuredRequest(schema=schema, name=output_type.__name__),
+            )
+        except OutputParseError as exc:
+            raise OutputParseError(
+                f"no valid {output_type.__name__} after {retries + 1} attempts: {exc.errors[-1]}",
+                raw=exc.raw, errors=exc.errors,
+            ) from exc
 
 
 def _load_object(text: str) -> Any:
-    from ..jsonutil import extract_json
-
     return extract_json(text, expect=dict)

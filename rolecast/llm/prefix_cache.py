@@ -9,9 +9,15 @@ saved KV state is restored (or nothing, for a key seen for the first time); afte
 call the state is saved again under the key. llama.cpp then evaluates only the part of
 the prompt that differs from what the key's previous call left in the cache.
 
-A call's answer therefore depends only on its own key's earlier calls, never on which
-other role used the model before it: every call starts from "clear, then restore this
-key's bytes", whether or not the same key made the previous call.
+Reuse never changes an answer. llama.cpp's arithmetic depends on how tokens are batched
+(a prefix evaluated with the rest of the prompt and one evaluated alone give slightly
+different logits), so every prompt is evaluated in chunks of :data:`PREFIX_CHUNK` tokens
+at fixed positions (0, 128, 256 …), cold or not (:class:`ChunkedPrompt`), and only
+whole chunks of an earlier *prompt* are reused, never the cells of generated tokens
+(evaluated one at a time). A prompt thus gets exactly the KV cells and logits it would
+get in an empty context: same prompt, seed and temperature 0, same answer, whatever was
+called before. And every call starts from "clear, then restore this key's bytes", so
+one role's calls never see another's.
 
 Saved states live in memory (about 23 KB per token for SmolLM2-135M: only the KV
 cells of sequence 0, not the logits), bounded by a byte budget with least recently used
@@ -30,9 +36,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import Context, current_scope
+from ..metering import current_meter
 
 DEFAULT_PREFIX_CACHE_MIB = 256.0
+#: prompts are evaluated in chunks of this many tokens at fixed positions (llama.cpp's n_batch):
+#: smaller reuses more of a grown prompt, larger evaluates a cold prompt faster
+PREFIX_CHUNK = 128
 _MIB = 1 << 20
 
 
@@ -44,6 +53,7 @@ class SavedState:
     kv: Any  # a ctypes uint8 array (kept as is: restoring it needs no further copy)
     kv_size: int
     seed: int  # llama-cpp-python's sampling seed after the call (used when no seed is given)
+    reusable: int = 0  # the leading tokens that are whole chunks of the call's prompt (may be reused)
 
     @property
     def nbytes(self) -> int:
@@ -166,8 +176,48 @@ class PrefixCache:
 
 
 # ------------------------------------------------------------------ llama.cpp state
-def llama_ops(llama_cpp: Any) -> tuple[Callable[[Any], SavedState | None], Callable[[Any, SavedState], None],
-                                       Callable[[Any], None]]:
+class ChunkedPrompt:
+    """Wraps ``llama.eval`` so that a prompt is evaluated in chunks at fixed positions.
+
+    llama-cpp-python evaluates a prompt from the end of the prefix it reuses, in batches
+    of ``n_batch`` (which must equal ``chunk``). The first ``eval`` of a call (the prompt)
+    is moved back to the start of a chunk, and to no further than ``cap`` restored tokens,
+    re-evaluating the tokens in between; the evals of generated tokens pass unchanged.
+    """
+
+    def __init__(self, llama: Any, chunk: int = PREFIX_CHUNK):
+        self.llama, self.chunk = llama, chunk
+        self._eval = llama.eval
+        self.cap = 0
+        self.prompt_end = 0
+        self._first = False
+        llama.eval = self
+
+    def start(self, cap: int) -> None:
+        """A call begins; at most ``cap`` restored tokens may be kept."""
+        self.cap, self.prompt_end, self._first = cap, 0, True
+
+    @property
+    def reusable(self) -> int:
+        """Leading tokens of the last call that were evaluated as whole prompt chunks."""
+        return self.prompt_end // self.chunk * self.chunk
+
+    def __call__(self, tokens: Sequence[int]) -> None:
+        llama = self.llama
+        if self._first:
+            self._first = False
+            past = int(llama.n_tokens)
+            keep = min(past, self.cap) // self.chunk * self.chunk
+            if keep < past:
+                tokens = [*llama.input_ids[keep:past].tolist(), *tokens]
+                llama.n_tokens = keep  # eval drops the KV cells from here on
+            self.prompt_end = keep + len(tokens)
+        self._eval(tokens)
+
+
+def llama_ops(llama_cpp: Any, chunked: ChunkedPrompt) -> tuple[
+    Callable[[Any], SavedState | None], Callable[[Any, SavedState], None], Callable[[Any], None]
+]:
     """``snapshot``, ``apply`` and ``clear`` for a ``llama_cpp.Llama`` (sequence 0's KV cells only)."""
 
     def clear(llama: Any) -> None:
@@ -175,6 +225,7 @@ def llama_ops(llama_cpp: Any) -> tuple[Callable[[Any], SavedState | None], Calla
         # whatever the previous caller left, so its answer is computed the same way
         llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llama._ctx.ctx), True)
         llama.reset()
+        chunked.start(0)
 
     def snapshot(llama: Any) -> SavedState | None:
         n = int(llama.n_tokens)
@@ -186,7 +237,8 @@ def llama_ops(llama_cpp: Any) -> tuple[Callable[[Any], SavedState | None], Calla
         got = int(llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0))
         if got == 0 or got > size:
             return None
-        return SavedState(tokens=llama.input_ids[:n].copy(), kv=buf, kv_size=got, seed=int(llama._seed))
+        return SavedState(tokens=llama.input_ids[:n].copy(), kv=buf, kv_size=got, seed=int(llama._seed),
+                          reusable=min(n, chunked.reusable))
 
     def apply(llama: Any, state: SavedState) -> None:
         if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state.kv, state.kv_size, 0) != state.kv_size:
@@ -197,35 +249,44 @@ def llama_ops(llama_cpp: Any) -> tuple[Callable[[Any], SavedState | None], Calla
         llama.n_tokens = n
         llama._requires_eval = True  # no live logits: llama-cpp-python re-evaluates the last prompt token
         llama._seed = state.seed
+        chunked.start(state.reusable)
 
     return snapshot, apply, clear
 
 
 # ------------------------------------------------------------------ conversation keys
-_CONTEXT_IDS: weakref.WeakKeyDictionary[Context, int] = weakref.WeakKeyDictionary()
-_CONTEXT_COUNTER = itertools.count(1)
-_CONTEXT_IDS_LOCK = threading.Lock()
+_TEAM_IDS: dict[int, tuple[weakref.ref[Any], int]] = {}
+_TEAM_COUNTER = itertools.count(1)
+_TEAM_IDS_LOCK = threading.Lock()
 
 
-def _context_id(context: Context) -> int:
-    # not id(): a new team's context may reuse a dead one's address and must not inherit its states
-    with _CONTEXT_IDS_LOCK:
-        found = _CONTEXT_IDS.get(context)
-        if found is None:
-            found = _CONTEXT_IDS[context] = next(_CONTEXT_COUNTER)
-        return found
+def _team_id(cost_manager: Any) -> int:
+    """A number for this team's cost manager, never reused: a new team whose cost manager lands at a
+    dead one's address (same ``id()``) must not inherit its states. (Cost managers are not hashable.)"""
+    with _TEAM_IDS_LOCK:
+        found = _TEAM_IDS.get(id(cost_manager))
+        if found is not None and found[0]() is cost_manager:
+            return found[1]
+        number = next(_TEAM_COUNTER)
+        key = id(cost_manager)
+
+        def forget(_ref: weakref.ref[Any]) -> None:
+            _TEAM_IDS.pop(key, None)
+
+        _TEAM_IDS[key] = (weakref.ref(cost_manager, forget), number)
+        return number
 
 
 def conversation_key(messages: Sequence[dict[str, Any]]) -> Hashable:
     """Whose saved state a call continues: the running role of its team, else its system prompt.
 
-    The role comes from the scope :meth:`~rolecast.context.Context.scope` sets around a
-    role's turn. Outside any role, calls sharing a system message (or, with none, a
-    first message) share a state.
+    The role (and its team's cost manager) come from the meter the team sets around a
+    role's turn (:func:`rolecast.metering.current_meter`). Outside any role, calls sharing
+    a system message (or, with none, a first message) share a state.
     """
-    scope = current_scope()
-    if scope.role:
-        return ("role", _context_id(scope.context), scope.role)
+    meter = current_meter()
+    if meter.role:
+        return ("role", _team_id(meter.cost_manager), meter.role)
     first = messages[0] if messages else {}
     content = first.get("content")
     text = content if isinstance(content, str) else repr(content)
@@ -233,5 +294,7 @@ def conversation_key(messages: Sequence[dict[str, Any]]) -> Hashable:
     return ("system" if first.get("role") == "system" else "first", digest)
 
 
-__all__ = ["DEFAULT_PREFIX_CACHE_MIB", "PrefixCache", "PrefixCacheStats", "SavedState", "conversation_key",
-           "llama_ops"]
+__all__ = [
+    "DEFAULT_PREFIX_CACHE_MIB", "PREFIX_CHUNK", "ChunkedPrompt", "PrefixCache", "PrefixCacheStats", "SavedState",
+    "conversation_key", "llama_ops",
+]

@@ -68,3 +68,19 @@ async def test_with_no_budget_nothing_is_kept() -> None:
         assert cache.stats().entries == 0
     finally:
         cache.budget_bytes = budget
+
+
+async def test_a_prompt_answers_exactly_as_in_an_empty_context_when_its_prefix_is_reused() -> None:
+    llm = LocalLLM()
+    cache = llm.prefix_cache
+    ctx = Context()
+    long_system = ALICE[0] + " " + "You like the sea, the sky and the long summer evenings. " * 12
+    script = [long_system, *ALICE[1:]]
+    cache.clear()
+    cold = await ask(llm, ctx, "Frank", script, 1)  # nothing saved: evaluated from scratch
+    cache.clear()
+    await ask(llm, ctx, "Frank", script, 0)
+    reused_before = cache.stats().reused_tokens
+    warm = await ask(llm, ctx, "Frank", script, 1)  # starts from the shorter prompt's saved chunks
+    assert cache.stats().reused_tokens > reused_before
+    assert warm == cold
