@@ -3,6 +3,7 @@
 Where things live (one home for each concept):
 
 * :mod:`actions.action` — :class:`Action`, :class:`UserRequirement`;
+* :mod:`actions.action_node` — :class:`ActionNode`, :class:`ActionOutput` (structured output, MetaGPT's way);
 * :mod:`actions.perform` — the one path that runs an action for a role;
 * :mod:`actions.plan_and_act` — MetaGPT's plan_and_act mode: plans, the plan writer, the runner;
 * :mod:`actions.tools` — tools, plugins, the function registry, manuals, built-in tools, the sandbox;
@@ -10,9 +11,10 @@ Where things live (one home for each concept):
 * :mod:`actions.semantic_kernel` — the Semantic Kernel port: kernel, prompt functions, planners.
 """
 
-from loguru import logger
+from rolecast import library_logging
 
 from .action import Action, UserRequirement
+from .action_node import ActionNode, ActionOutput
 from .loops import (
     AgentAction,
     AgentFinish,
@@ -22,7 +24,7 @@ from .loops import (
     StepwiseAction,
     ToolLoopAction,
 )
-from .plan_and_act import Plan, PlanRunner, Task, WritePlan
+from .plan_and_act import Plan, PlanRunner, Task, TaskResult, WritePlan
 from .semantic_kernel import (
     ActionPlanner,
     BasicPlanner,
@@ -35,6 +37,7 @@ from .semantic_kernel import (
     PromptTemplate,
     SequentialPlanner,
 )
+from .structured import parse_code
 from .tools import (
     FunctionRegistry,
     KernelFunction,
@@ -53,10 +56,12 @@ from .tools import (
     tool_run_scope,
 )
 
-logger.disable("actions")
+library_logging("actions")
 
 __all__ = [
     "Action",
+    "ActionNode",
+    "ActionOutput",
     "ActionPlanner",
     "AgentAction",
     "AgentFinish",
@@ -80,6 +85,7 @@ __all__ = [
     "SequentialPlanner",
     "StepwiseAction",
     "Task",
+    "TaskResult",
     "Tool",
     "ToolLoopAction",
     "ToolParameter",
@@ -88,6 +94,7 @@ __all__ = [
     "calculator",
     "calculator_tool",
     "kernel_function",
+    "parse_code",
     "python_tool",
     "render_langchain",
     "render_qwen",

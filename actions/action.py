@@ -8,13 +8,29 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from memory import Memory, Message
 from rolecast.classes import class_path, loaded_subclass
+from rolecast.config import Config
 from rolecast.context import Context, current_context
+from rolecast.errors import UsageError
+from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.runlog import acting
+from rolecast.usage import reject_unknown_keywords
+
+from .action_node import ActionNode
+
+#: keywords the constructor takes besides the fields
+INIT_KEYWORDS = frozenset({"llm", "context", "config", "llm_name_or_type"})
 
 #: the key under which a dump records the class it came from
 CLASS_KEY = "class_path"
@@ -24,13 +40,28 @@ CLASS_KEY = "class_path"
 _IN_RUN: ContextVar[frozenset[int]] = ContextVar("rolecast_in_run", default=frozenset())
 
 
+# The wrapper below reaches the ContextVar only through these module functions: a user's
+# Action subclass is shipped to other processes by cloudpickle (the Ray runtime), which
+# copies the wrapper by value with the globals it names, and a ContextVar cannot be pickled.
+def _active_runs() -> frozenset[int]:
+    return _IN_RUN.get()
+
+
+def _enter_run(active: frozenset[int]) -> Any:
+    return _IN_RUN.set(active)
+
+
+def _leave_run(token: Any) -> None:
+    _IN_RUN.reset(token)
+
+
 def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap an ``Action.run`` so that every call goes through the context's hooks."""
     signature = inspect.signature(run)
 
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
-        active = _IN_RUN.get()
+        active = _active_runs()
         if id(self) in active:
             return await run(self, *args, **kwargs)
         with acting(self.name):  # model calls made inside are logged with this action's name
@@ -44,16 +75,29 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
 
         async def call(args: dict[str, Any]) -> Any:
-            token = _IN_RUN.set(active | {id(self)})
+            token = _enter_run(active | {id(self)})
             try:
                 bound.arguments.update(args)
                 return await run(*bound.args, **bound.kwargs)
             finally:
-                _IN_RUN.reset(token)
+                _leave_run(token)
 
         return await hooks.invoke("action", self.name, arguments, call, action=self)
 
     wrapper.__rolecast_hooked__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _awaitable(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A synchronous ``run`` as a coroutine method (its result awaited if it returned an awaitable)."""
+
+    @functools.wraps(run)
+    async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
+        result = run(self, *args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
     return wrapper
 
 
@@ -67,12 +111,24 @@ class Action(BaseModel):
             async def run(self, instruction: str) -> str:
                 return await self._aask(self.PROMPT_TEMPLATE.format(instruction=instruction))
 
+    Or, without a subclass, give it an instruction (MetaGPT's ``Action(instruction=...)``):
+    ``Action(name="Debate", instruction="Argue for your side")`` asks the model to follow
+    it on the history (through :attr:`node`, a raw-text :class:`ActionNode`).
+
     The model it uses (``self.llm``) is resolved at call time: the action's own
     ``llm``, else its named ``service`` in the team's context, else the role's model,
-    else the team's default, else the configured default. Every call of ``run`` goes
+    else the team's default, else the configured default. A role played by a person
+    (``Role(is_human=True)``) overrides all of these. Every call of ``run`` goes
     through the context's invocation hooks.
+
+    Constructor keywords besides the fields: ``llm`` and ``context`` (a
+    :class:`~rolecast.context.Context`). Any other keyword is a
+    :class:`~rolecast.errors.UsageError` naming the closest one; declare a field on a
+    subclass to add one.
     """
 
+    # extra="allow" so that subclass code may keep ad-hoc attributes (``self.x = ...``), as
+    # in MetaGPT; the constructor still rejects keywords it does not know
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     name: str = ""
@@ -80,19 +136,54 @@ class Action(BaseModel):
     prefix: str = ""
     service: str | None = None
     settings: LLMSettings | None = None
+    #: what the default ``run`` asks the model to do (MetaGPT's ``Action(instruction=...)``)
+    instruction: str = ""
 
     _llm: BaseLLM | None = PrivateAttr(default=None)
     _role_llm: BaseLLM | None = PrivateAttr(default=None)
+    _forced_llm: BaseLLM | None = PrivateAttr(default=None)
     _context: Context | None = PrivateAttr(default=None)
     _owner: Any = PrivateAttr(default=None)
+    _node: ActionNode | None = PrivateAttr(default=None)
+    _config: Config | None = PrivateAttr(default=None)
+    _config_llm: BaseLLM | None = PrivateAttr(default=None)
 
-    def __init__(self, llm: BaseLLM | None = None, **data: Any):
+    def __init__(
+        self,
+        llm: BaseLLM | None = None,
+        context: Context | None = None,
+        config: Config | None = None,
+        llm_name_or_type: str | None = None,
+        **data: Any,
+    ):
         data.pop(CLASS_KEY, None)
+        reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if context is not None and not isinstance(context, Context):
+            raise UsageError(
+                f"{type(self).__name__}(context=...) takes a rolecast Context, not {type(context).__name__}; "
+                "pass data to run() instead"
+            )
+        if llm_name_or_type is not None:
+            # MetaGPT's name for a model of the configuration chosen by name: rolecast's service
+            if data.get("service") not in (None, llm_name_or_type):
+                raise UsageError("give llm_name_or_type= or service= (the same thing), not both")
+            data["service"] = llm_name_or_type
         super().__init__(**data)
         self._llm = llm
+        self._context = context
+        if config is not None:
+            self.config = config
         if not self.name:
             self.name = type(self).__name__
 
+    @model_validator(mode="after")
+    def _node_from_instruction(self) -> Action:
+        if self.instruction:
+            self._node = ActionNode(
+                key=self.name or type(self).__name__, expected_type=str, instruction=self.instruction, example="",
+                schema="raw",
+            )
+        return self
     @model_serializer(mode="wrap")
     def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # the class path travels with the fields, so a saved action comes back as its own class
@@ -109,15 +200,30 @@ class Action(BaseModel):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         run = cls.__dict__.get("run")
-        if run is not None and inspect.iscoroutinefunction(run) and not hasattr(run, "__rolecast_hooked__"):
-            cls.run = _hooked(run)  # type: ignore[method-assign]
+        if run is None or hasattr(run, "__rolecast_hooked__"):
+            return
+        if inspect.isasyncgenfunction(run) or not callable(run) or isinstance(run, (staticmethod, classmethod)):
+            raise UsageError(
+                f"{cls.__name__}.run must be a method, `async def run(self, ...)` (or a plain `def run`); "
+                "it may not be an async generator, a staticmethod or a classmethod"
+            )
+        if not inspect.iscoroutinefunction(run):
+            run = _awaitable(run)  # a plain `def run` is accepted: it runs in the event loop as is
+        cls.run = _hooked(run)  # type: ignore[method-assign]
 
     # ----------------------------------------------------------------- wiring
     @property
     def llm(self) -> BaseLLM:
-        """The model this action calls (resolved: action → service → role → team → default)."""
+        """The model this action calls (resolved: person → action → service → role → team → default)."""
+        if self._forced_llm is not None:
+            return self._forced_llm
         if self._llm is not None:
             return self._llm
+        if self._config is not None:  # the action's own configuration (MetaGPT's private config)
+            if self._config_llm is None:
+                cfg = self._config.services.get(self.service or "", self._config.llm)
+                self._config_llm = create_llm(cfg)
+            return self._config_llm
         context = self.context
         if self.service:
             if self.service in context.services or self.service in context.config.services:
@@ -125,7 +231,8 @@ class Action(BaseModel):
             context.llm(self.service)  # logs the missing-service warning once
         if self._role_llm is not None:
             return self._role_llm
-        return context.llm()
+        configured = getattr(self._owner, "configured_llm", None)  # the role's own configuration
+        return configured if isinstance(configured, BaseLLM) else context.llm()
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:
@@ -139,8 +246,38 @@ class Action(BaseModel):
     def set_context(self, context: Context | None) -> None:
         self._context = context
 
-    def set_role_llm(self, llm: BaseLLM | None) -> None:
+    @property
+    def config(self) -> Config:
+        """The configuration this action's model comes from: its own, else its role's, else the context's."""
+        if self._config is not None:
+            return self._config
+        own = getattr(self._owner, "own_config", None)
+        return own if isinstance(own, Config) else self.context.config
+
+    @config.setter
+    def config(self, value: Config) -> None:
+        if not isinstance(value, Config):
+            raise UsageError(f"{type(self).__name__}.config takes a rolecast Config, not {type(value).__name__}")
+        self._config = value
+        self._config_llm = None
+
+    def set_role_llm(self, llm: BaseLLM | None, *, override: bool = False) -> None:
+        """The owning role's model: used when the action has none of its own.
+
+        ``override=True`` (a role played by a person) makes it win over the action's own
+        model and service too.
+        """
         self._role_llm = llm
+        self._forced_llm = llm if override else None
+
+    @property
+    def node(self) -> ActionNode | None:
+        """The :class:`ActionNode` the default ``run`` fills (set by ``instruction``, or assigned)."""
+        return self._node
+
+    @node.setter
+    def node(self, value: ActionNode | None) -> None:
+        self._node = value
 
     def set_owner(self, owner: Any) -> None:
         """The role that owns this action (set by ``Role.set_actions``)."""
@@ -174,11 +311,24 @@ class Action(BaseModel):
         systems = [self.prefix, *(system_msgs or [])] if self.prefix else list(system_msgs or [])
         return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings)
 
-    async def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Default behaviour: ask the model about the given text or messages.
+    async def _run_action_node(self, *args: Any, **kwargs: Any) -> ActionNode:
+        """Fill :attr:`node` from the history given (newest first, as MetaGPT numbers it)."""
+        node = self._node
+        assert node is not None
+        history = args[0] if args else next(iter(kwargs.values()), [])
+        items = history if isinstance(history, (list, tuple)) else [history]
+        context = "## History Messages\n" + "\n".join(f"{i}: {m}" for i, m in enumerate(reversed(items)))
+        node.system_msgs = [self.prefix] if self.prefix else []
+        return await node.fill(req=context, llm=self.llm)
 
-        ``desc`` (if set) comes first as the instruction. Subclasses override this.
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Default behaviour: fill :attr:`node` if there is one, else ask the model about the
+        given text or messages (``desc``, if set, first as the instruction).
+
+        Subclasses override this.
         """
+        if self._node is not None:
+            return await self._run_action_node(*args, **kwargs)
         parts: list[str] = [self.desc] if self.desc else []
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, Message):

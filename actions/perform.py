@@ -5,8 +5,9 @@ Every action a role runs — a react or by_order step (``Role._act``), a task of
 :func:`perform`, which
 
 1. calls the action (or the role's ``_act`` override),
-2. types a failure: rolecast's own errors pass unchanged, anything else becomes
-   :class:`~rolecast.errors.ActionFailed` with the original as ``__cause__``,
+2. types a failure: a foreign exception, or the model server failing (connection,
+   timeout, rate limit, error status), becomes :class:`~rolecast.errors.ActionFailed`
+   with the original as ``__cause__``; rolecast's other errors pass unchanged,
 3. normalises the result to a :class:`~memory.Message` (:func:`to_message`), and
 4. remembers it in the owner's memory, once (memory never stores a message twice).
 """
@@ -20,9 +21,21 @@ from loguru import logger
 from pydantic import BaseModel
 
 from memory import Message, any_to_str
-from rolecast.errors import ActionFailed, RolecastError
+from rolecast.errors import (
+    ActionFailed,
+    LLMAPIError,
+    LLMConnectionError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+    RolecastError,
+)
 
 from .action import Action
+from .action_node import ActionNode, ActionOutput
+
+# failures of the model server, not of the model's answer: they surface as ActionFailed
+# (role, action, the LLM error as cause); format errors and control flow keep their type
+_TRANSPORT = (LLMConnectionError, LLMTimeoutError, LLMRateLimitError, LLMAPIError)
 
 
 class Performer(Protocol):
@@ -41,14 +54,23 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
     A Message is completed (``cause_by``, ``sent_from``) and kept. A pydantic model
     becomes ``instruct_content``; its text is its own ``__str__`` when it defines one
     (an agent's answer), else its JSON, and a ``message_metadata`` property of the
-    model goes into ``metadata``. Anything else is published as its text.
+    model goes into ``metadata``. An :class:`ActionOutput` or a filled :class:`ActionNode`
+    gives its ``content`` and ``instruct_content``. Anything else is published as its text.
     """
     if isinstance(result, Message):
-        if not result.cause_by:
+        if "cause_by" not in result.model_fields_set:  # defaulted to the user's requirement
             result.cause_by = any_to_str(action)
         if not result.sent_from:
             result.sent_from = owner.name
         return result
+    if isinstance(result, (ActionOutput, ActionNode)):
+        return Message(
+            content=result.content,
+            instruct_content=result.instruct_content,
+            role=owner.profile,
+            cause_by=action,
+            sent_from=owner.name,
+        )
     if isinstance(result, BaseModel):
         custom_str = type(result).__str__ is not BaseModel.__str__
         metadata = getattr(result, "message_metadata", None)
@@ -77,8 +99,15 @@ async def perform(
 ) -> Message:
     """Run ``action`` for ``owner`` on ``history`` (or call ``invoke()`` instead, e.g. a role's
     ``_act`` override); returns the result as a Message that is in the owner's memory."""
+    log = action.context.run_log
+    if log is not None:  # a passing event for live readers (the console): who works on what
+        log.notify("thinking", {"action": action.name}, role=owner.name)
     try:
         result = await (invoke() if invoke is not None else action.run(list(history)))
+    except _TRANSPORT as exc:
+        # the model could not be reached or answered: the action failed (the cause says why)
+        logger.error("{}: action {} failed: {}", owner.name, action.name, exc)
+        raise ActionFailed(owner.name, action.name, exc) from exc
     except RolecastError:
         raise
     except Exception as exc:

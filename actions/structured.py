@@ -34,3 +34,25 @@ def with_json_schema(model: type[M], schema: dict[str, Any]) -> type[M]:
 
 
 __all__ = ["with_json_schema"]
+
+
+def parse_code(text: str) -> str:
+    """The code of a model's answer: the first fenced block (```python … ```), else the whole text.
+
+    An opening fence the model never closed (it hit the token cap) still counts: the code
+    runs to the end of the text, without the fence. Linear time (``str.find``, no backtracking).
+    """
+    start = text.find("```")
+    if start < 0:
+        return text.strip()
+    line_end = text.find("\n", start + 3)
+    tag = text[start + 3 : line_end if line_end >= 0 else len(text)].strip()
+    if line_end >= 0 and (not tag or tag.replace("+", "").replace("-", "").isalnum()):
+        body_start = line_end + 1  # ```python⏎ … : the code starts on the next line
+    else:
+        body_start = start + 3  # ```code``` on one line
+    end = text.find("```", body_start)
+    body = text[body_start : end if end >= 0 else len(text)].strip()
+    if end < 0 and line_end < 0 and body.isalnum():
+        return ""  # a lone "```python" cut off by the token cap: no code at all
+    return body

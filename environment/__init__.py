@@ -1,10 +1,11 @@
 """The environment bus, teams and the command line."""
 
-from loguru import logger
+from rolecast import library_logging
 
 from .environment import Environment
-from .team import Team
+from .subscription import SubscriptionRunner
+from .team import History, Team
 
-logger.disable("environment")
+library_logging("environment")
 
-__all__ = ["Environment", "Team"]
+__all__ = ["Environment", "History", "SubscriptionRunner", "Team"]

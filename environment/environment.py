@@ -16,6 +16,21 @@ from rolecast.runlog import RunLog
 from rolecast.store import ROUND_FINISHED, ROUND_STARTED, TURN_FAILED, TURN_FINISHED, TURN_STARTED
 from roles import Role
 
+from .runtime import Runtime
+
+
+class _BusState:
+    """What every publish and round reads: the round's outbox (None between rounds), the run log,
+    the roles whose inbox received something since their last turn, and each role's place in the order."""
+
+    __slots__ = ("outbox", "rank", "ready", "run_log")
+
+    def __init__(self) -> None:
+        self.outbox: list[Message] | None = None
+        self.run_log: RunLog | None = None
+        self.ready: dict[str, Role] = {}
+        self.rank: dict[str, int] = {}
+
 
 class Environment(BaseModel):
     """Holds roles and routes messages between them.
@@ -39,21 +54,21 @@ class Environment(BaseModel):
     context: Context = Field(default_factory=Context, exclude=True)
     on_error: Literal["stop", "continue"] = "stop"
     errors: list[RolecastError] = Field(default_factory=list, exclude=True)
+    #: where the roles run: None in this process; a :class:`~environment.runtime.Runtime` (Ray) elsewhere
+    runtime: Runtime | None = Field(default=None, exclude=True)
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
-    _outbox: list[Message] | None = PrivateAttr(default=None)  # a round's messages, delivered at its end
-    _ready: dict[str, Role] = PrivateAttr(default_factory=dict)  # roles whose inbox received something
-    _rank: dict[str, int] = PrivateAttr(default_factory=dict)  # a role's place in the roles' order
-    _run_log: RunLog | None = PrivateAttr(default=None)
+    #: the hot path's state (a plain field: pydantic private attributes are slow to read)
+    bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
     @property
     def run_log(self) -> RunLog | None:
         """The write-ahead log of the team run this environment belongs to (None: not logged)."""
-        return self._run_log
+        return self.bus.run_log
 
     def set_run_log(self, run_log: RunLog | None) -> None:
-        self._run_log = run_log
+        self.bus.run_log = run_log
 
     @model_validator(mode="after")
     def _wire_roles(self) -> Environment:
@@ -68,10 +83,13 @@ class Environment(BaseModel):
             raise UsageError(f"a role named {role.name!r} is already in this environment")
         self.roles[role.name] = role
         self._join(role)
+        if self.runtime is not None:
+            self.runtime.add_role(role)
 
     def _join(self, role: Role) -> None:
         """Wire a role in: its environment, its addresses, its place in the order, its inbox's listener."""
-        self._rank.setdefault(role.name, len(self._rank))
+        bus = self.bus
+        bus.rank.setdefault(role.name, len(bus.rank))
         role.set_env(self)
         self.set_addresses(role, role.addresses)
         role.rc.msg_buffer.set_listener(lambda: self._mark_ready(role))
@@ -79,16 +97,23 @@ class Environment(BaseModel):
             self._mark_ready(role)
 
     def _mark_ready(self, role: Role) -> None:
-        self._ready[role.name] = role
+        self.bus.ready[role.name] = role
 
     def _take_ready(self) -> list[Role]:
         """The roles with something to do, in the roles' order; the ready set starts afresh."""
-        ready, self._ready = self._ready, {}
+        bus = self.bus
+        ready, bus.ready = bus.ready, {}
         active = [role for role in ready.values() if not role.is_idle]
         if len(active) > 1:
-            rank = self._rank
+            rank = bus.rank
             active.sort(key=lambda role: rank.get(role.name, len(rank)))
         return active
+
+    def _keep_unfinished(self, active: list[Role]) -> None:
+        """A role that ran but still has something to do (a turn that failed before reading) stays ready."""
+        for role in active:
+            if not role.is_idle:
+                self._mark_ready(role)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         for role in roles:
@@ -101,6 +126,15 @@ class Environment(BaseModel):
         self._indexed[role.name] = set(addresses)
         for address in addresses:
             self._by_address.setdefault(address, []).append(role)
+
+    def get_addresses(self, role: Role) -> set[str]:
+        """The names ``role`` receives messages under (empty if it is not here)."""
+        return set(self._indexed.get(role.name, ())) if self.roles.get(role.name) is role else set()
+
+    @property
+    def member_addrs(self) -> dict[Role, set[str]]:
+        """Each role and the names it receives messages under (MetaGPT's routing table)."""
+        return {role: set(self._indexed.get(name, ())) for name, role in self.roles.items()}
 
     def get_role(self, name: str) -> Role | None:
         return self.roles.get(name)
@@ -120,21 +154,25 @@ class Environment(BaseModel):
         delivered in a fixed order (the roles' order, then each role's order), so a run
         is reproducible however long each model call took.
         """
-        log = self._run_log
+        bus = self.bus
+        log = bus.run_log
         if log is not None:
             known = log.recorded_message(message.sent_from, message.content, message.cause_by)
             if known is not None:
                 message.id = known  # re-executing a recorded run: the message keeps its logged id
             else:
                 log.message(message.model_dump(mode="json"))
-        if self._outbox is not None:
-            self._outbox.append(message)
+        if bus.outbox is not None:
+            bus.outbox.append(message)
         else:
             self._deliver(message)
         return True
 
     def _deliver(self, message: Message) -> None:
         self.history.add(message)
+        if self.runtime is not None:
+            self.runtime.deliver(message)
+            return
         if MESSAGE_ROUTE_TO_ALL in message.send_to:
             targets: Iterable[Role] = self.roles.values()
         else:
@@ -153,7 +191,7 @@ class Environment(BaseModel):
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
-        rank = self._rank
+        rank = self.bus.rank
         last = len(rank)
         order = sorted(range(len(outbox)), key=lambda i: (rank.get(outbox[i].sent_from, last), i))
         for i in order:
@@ -162,7 +200,9 @@ class Environment(BaseModel):
     @property
     def is_idle(self) -> bool:
         """True when no role has anything to read or do (only roles that received something are asked)."""
-        return all(role.is_idle for role in self._ready.values())
+        if self.runtime is not None:
+            return self.runtime.is_idle
+        return all(role.is_idle for role in self.bus.ready.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:
@@ -172,35 +212,46 @@ class Environment(BaseModel):
         (the inbox tells the environment), so a round costs what its active roles do,
         not the size of the team.
         """
+        if self.runtime is not None:
+            await self._run_on(self.runtime, k)
+            return
         for _ in range(k):
             active = self._take_ready()
             if not active:
                 return
-            log = self._run_log
+            log = self.bus.run_log
             if log is not None:
                 log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
-            self._outbox = []
+            self.bus.outbox = []
             try:
-                results = await asyncio.gather(*(self._turn(role) for role in active), return_exceptions=True)
+                turns = (self._turn(role, log) for role in active) if log is not None else (r.run() for r in active)
+                results = await asyncio.gather(*turns, return_exceptions=True)
             finally:
-                outbox, self._outbox = self._outbox, None
+                outbox, self.bus.outbox = self.bus.outbox or [], None
                 self._deliver_round(outbox)
             if log is not None:
                 log.emit(ROUND_FINISHED, {"messages": len(outbox)})
             self._keep_unfinished(active)
             self._handle_failures(active, results)
 
-    def _keep_unfinished(self, active: list[Role]) -> None:
-        """A role that ran but still has something to do (a turn that failed before reading) stays ready."""
-        for role in active:
-            if not role.is_idle:
-                self._mark_ready(role)
+    async def _run_on(self, runtime: Runtime, k: int) -> None:
+        """Rounds whose turns are taken where ``runtime`` keeps the roles; the rest is as above."""
+        for _ in range(k):
+            if runtime.is_idle:
+                return
+            log = self.bus.run_log
+            if log is not None:
+                log.emit(ROUND_STARTED, {"runtime": type(runtime).__name__})
+            outcome = await runtime.run_round(self)
+            self._deliver_round(outcome.messages)
+            if log is not None:
+                log.emit(ROUND_FINISHED, {"messages": len(outcome.messages)})
+            active = [self.roles[name] for name in outcome.active]
+            self._handle_failures(active, [outcome.failures.get(name) for name in outcome.active])
 
-    async def _turn(self, role: Role) -> Message | None:
+    @staticmethod
+    async def _turn(role: Role, log: RunLog) -> Message | None:
         """One role's turn, logged: started, then finished (with its message) or failed."""
-        log = self._run_log
-        if log is None:
-            return await role.run()
         log.emit(TURN_STARTED, role=role.name)
         try:
             rsp = await role.run()

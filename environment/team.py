@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,26 +15,72 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.config import Config
+from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, NestedEventLoopError
+from rolecast.errors import BudgetExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
+    RUN_STARTED,
     RUN_STOPPED,
+    RunEvent,
     SQLiteRunStore,
     default_store,
     open_store,
 )
+from rolecast.usage import reject_unknown_keywords
 from roles import Role
 
 from .environment import Environment
+from .ray_runtime import RayRuntime
+from .runtime import Runtime
 from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
+
+
+def _runtime(runtime: str | Runtime | None) -> Runtime | None:
+    """A runtime from what a user passed: None or ``"local"`` (in-process), ``"ray"``, or a runtime."""
+    if runtime is None or runtime == "local":
+        return None
+    if runtime == "ray":
+        return RayRuntime()
+    if isinstance(runtime, Runtime):
+        return runtime
+    raise UsageError(f"runtime must be 'local', 'ray' or a Runtime object, not {runtime!r}")
+
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
+
+INIT_KEYWORDS = frozenset(
+    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime"}
+)
+
+
+class History(list[Message]):
+    """The messages of a run, oldest first.
+
+    A list of :class:`~memory.Message`; its text (``str(history)``) is one message per
+    line, and ``"text" in history`` looks for the text in it — as in MetaGPT, whose run
+    history was that text.
+    """
+
+    def __str__(self) -> str:
+        return "\n".join(str(m) for m in self)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            return item in str(self)
+        return super().__contains__(item)
+
+
+def _check_budget_value(investment: Any) -> float:
+    if isinstance(investment, bool) or not isinstance(investment, (int, float)) or not math.isfinite(investment) \
+            or investment < 0:
+        raise UsageError(f"the investment is a budget in dollars, a number >= 0; not {investment!r}")
+    return float(investment)
 
 
 class Team(BaseModel):
@@ -45,9 +92,16 @@ class Team(BaseModel):
         team.run_project("write a function that adds two numbers")
         history = await team.run(n_round=5)
 
+    ``runtime``: where the roles run — ``"local"`` (this process, the default), ``"ray"``
+    (Ray actors, see :class:`~environment.ray_runtime.RayRuntime`) or a runtime object;
+    the script and the history are the same under each.
+
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
     chooses whether a failing role stops the team (``"stop"``) or is recorded in
-    ``team.env.errors`` while the others go on (``"continue"``).
+    ``team.env.errors`` while the others go on (``"continue"``). An ``env`` given in code
+    (``Team(env=Environment(desc=...))``) gets the team's context, model and ``on_error``;
+    ``env_desc`` sets its description. Other keywords are a
+    :class:`~rolecast.errors.UsageError` naming the closest one.
 
     Every run is logged, write-ahead, to a run store: ``store`` is a path (SQLite), a
     :class:`~rolecast.store.RunStore`, or None for no log; by default
@@ -79,14 +133,38 @@ class Team(BaseModel):
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
         on_error: Literal["stop", "continue"] = "stop",
+        env_desc: str | None = None,
+        runtime: str | Runtime | None = None,
         store: Any = DEFAULT,
         run_id: str | None = None,
         **data: Any,
     ):
-        if "env" not in data:
+        if on_error not in ("stop", "continue"):
+            raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
+        reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if "investment" in data:
+            data["investment"] = _check_budget_value(data["investment"])
+        env = data.get("env")
+        if env is None:
             ctx = context or Context(config=config, llm=llm, llms=llms)
-            data["env"] = Environment(context=ctx, on_error=on_error)
+            data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
+        elif isinstance(env, Environment):
+            if context is not None:
+                env.context = context
+                for role in env.roles.values():
+                    role.set_env(env)
+            elif config is not None:
+                raise UsageError("Team(env=..., config=...): give the config to the env's Context instead")
+            if llm is not None:
+                env.context.set_llm(llm)
+            for name, service in (llms or {}).items():
+                env.context.add_service(name, service)
+            env.on_error = on_error
+            if runtime is not None:
+                raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
+        if env_desc is not None:
+            self.env.desc = env_desc
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
         self._run_id = run_id or new_run_id()
@@ -154,6 +232,16 @@ class Team(BaseModel):
         return base / "checkpoints" / self.run_id
 
     @property
+    def runtime(self) -> Runtime | None:
+        """Where the roles run: None in this process, else the runtime (``runtime="ray"``)."""
+        return self.env.runtime
+
+    def close(self) -> None:
+        """Release the runtime's workers (a Ray cluster this team started is shut down)."""
+        if self.env.runtime is not None:
+            self.env.runtime.close()
+
+    @property
     def context(self) -> Context:
         return self.env.context
 
@@ -166,7 +254,9 @@ class Team(BaseModel):
         self.env.add_roles(roles)
 
     def invest(self, investment: float) -> None:
-        """Set the budget in dollars; the run stops with BudgetExceeded before passing it."""
+        """Set the budget in dollars (>= 0; 0 allows only free models); the run stops with BudgetExceeded
+        before passing it."""
+        investment = _check_budget_value(investment)
         self.investment = investment
         self.cost_manager.max_budget = investment
         logger.info("investment: ${}", investment)
@@ -194,11 +284,35 @@ class Team(BaseModel):
         if cm.max_budget is not None and cm.total_cost >= cm.max_budget:
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
-    async def run(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
-        """Run up to ``n_round`` rounds, stopping early when every role is idle.
+    async def run(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> History:
+        """Run up to ``n_round`` rounds (at least one), stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).
+        ``console=True`` shows the run live in the terminal (plain text when stdout is
+        not a terminal; see :mod:`rolecast.console`); off by default for library use.
         """
+        if isinstance(n_round, bool) or not isinstance(n_round, int) or n_round <= 0:
+            raise UsageError(f"n_round is the number of rounds to run, a positive whole number; not {n_round!r}")
+        view = open_console(console)
+        if view is None:
+            return await self._run(n_round, idea, send_to)
+        if view.costs is None:
+            view.costs = self.cost_manager
+        log = self.run_log
+        log.subscribe(view)
+        if self._logged_start:  # run_project() started the log already: tell the late reader how
+            view(RunEvent(log.run_id, RUN_STARTED, {**self._describe(n_round, idea or self.idea),
+                                                    "resumed": not log.is_new}))
+        streaming, log.stream_tokens = log.stream_tokens, view.rich  # a terminal view shows tokens as they come
+        try:
+            return await self._run(n_round, idea, send_to)
+        finally:
+            log.stream_tokens = streaming
+            view.close()  # the summary, also when the run failed; a closed console ignores later events
+
+    async def _run(self, n_round: int, idea: str, send_to: str) -> History:
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -228,7 +342,7 @@ class Team(BaseModel):
             cm = self.cost_manager
             log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
                                    "calls": cm.total.calls}, force=True)
-        return self.env.history.get()
+        return History(self.env.history.get())
 
     def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
         """The run log, with the run's start written (once)."""
@@ -264,10 +378,12 @@ class Team(BaseModel):
         return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
                 "investment": self.investment, "n_round": n_round}
 
-    def run_sync(self, n_round: int = 3, idea: str = "", send_to: str = "") -> list[Message]:
+    def run_sync(
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+    ) -> History:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to))
+            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
         raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")

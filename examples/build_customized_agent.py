@@ -10,22 +10,16 @@ environment — never in this process. ``--scripted`` uses a canned model.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import re
 
 from loguru import logger
 
-from actions import Action
+from actions import Action, parse_code
 from actions.tools.sandbox import run_python
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
-
-
-def parse_code(rsp: str) -> str:
-    match = re.search(r"```(?:python)?\s*\n?(.*?)```", rsp, re.DOTALL)
-    return (match.group(1) if match else rsp).strip()
 
 
 class SimpleWriteCode(Action):
@@ -70,16 +64,27 @@ class RunnableCoder(Role):
         return msg
 
 
-def scripted_model() -> FunctionLLM:
-    code = (
-        "```python\ndef fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
-        "    return a\n\nprint(fib(10))\n```"
-    )
-    return FunctionLLM(lambda messages: code)
+# What the scripted model knows how to write: (keywords in the instruction, code that prints the answer).
+CANNED = [
+    (("fibonacci",), "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+     "    return a\n\nprint(fib(10))"),
+    (("factorial",), "import math\n\nprint(math.factorial(10))"),
+    (("prime",), "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n\n"
+     "print([n for n in range(2, 30) if is_prime(n)])"),
+]
+
+
+def scripted_model(instruction: str) -> FunctionLLM:
+    """A canned model that writes code for ``instruction`` when it is one it knows (Fibonacci, a
+    factorial, primes), and otherwise code that says it cannot."""
+    code = next((c for keys, c in CANNED if any(k in instruction.lower() for k in keys)), None)
+    if code is None:
+        code = f"print({('the scripted model cannot write code to ' + instruction)!r})"
+    return FunctionLLM(lambda messages: f"```python\n{code}\n```")
 
 
 async def main(instruction: str, scripted: bool = False) -> Message | None:
-    role = RunnableCoder(llm=scripted_model() if scripted else None)
+    role = RunnableCoder(llm=scripted_model(instruction) if scripted else None)
     result = await role.run(instruction)
     for msg in role.get_memories():
         print(f"--- {msg.role} ({msg.cause_by.rsplit('.', 1)[-1]})\n{msg.content}\n")
@@ -92,4 +97,4 @@ if __name__ == "__main__":
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     args = parser.parse_args()
     enable_logging("INFO")
-    asyncio.run(main(args.instruction, args.scripted))
+    run_script(main(args.instruction, args.scripted))

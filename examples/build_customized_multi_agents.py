@@ -9,22 +9,38 @@ if set, else the embedded local model. ``--scripted`` uses a canned model instea
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
+from collections.abc import Callable
 
+from artifact_checks import code_problem, function_names, test_problem  # beside this file
 from loguru import logger
 
-from actions import Action, UserRequirement
+from actions import Action, UserRequirement, parse_code
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 
+MAX_TRIES = 3  # the first answer and up to two re-asks
 
-def parse_code(rsp: str) -> str:
-    match = re.search(r"```(?:python)?\s*\n?(.*?)```", rsp, re.DOTALL)
-    return (match.group(1) if match else rsp).strip()
+
+async def ask_for_code(action: Action, prompt: str, problem: Callable[[str], str | None]) -> str:
+    """Ask for code until ``problem(code)`` finds nothing, re-asking with the reason (``MAX_TRIES`` in all).
+
+    After the last try the last answer is returned as it is, with a warning: the team goes on.
+    """
+    code, why = "", None
+    for attempt in range(MAX_TRIES):
+        ask = prompt if why is None else f"{prompt}\nYour previous answer was not usable: {why}. Try again.\n"
+        code = parse_code(await action._aask(ask))
+        why = problem(code)
+        if why is None:
+            return code
+        logger.info("{}: attempt {} not usable: {}", action.name, attempt + 1, why)
+    logger.warning("{}: no usable answer after {} tries ({}); keeping the last", action.name, MAX_TRIES, why)
+    return code
 
 
 class SimpleWriteCode(Action):
@@ -36,8 +52,7 @@ your code:
     name: str = "SimpleWriteCode"
 
     async def run(self, instruction: str) -> str:
-        rsp = await self._aask(self.PROMPT_TEMPLATE.format(instruction=instruction))
-        return parse_code(rsp)
+        return await ask_for_code(self, self.PROMPT_TEMPLATE.format(instruction=instruction), code_problem)
 
 
 class SimpleCoder(Role):
@@ -57,11 +72,31 @@ Write {k} unit tests using pytest for the given function, assuming you have impo
 Return ```python your_code_here ``` with NO other texts,
 your code:
 """
+    # When the coder's code names its function, a small model needs the code alone and the shape of a test.
+    FOCUSED_TEMPLATE: str = """
+```python
+{code}
+```
+Write {k} unit tests using pytest for the function `{function}` above, assuming you have imported it.
+Each test is a function whose name starts with test_, calls {function}(...) and checks the result with assert:
+```python
+def test_{function}():
+    assert {function}(...) == ...
+```
+Return ```python your_code_here ``` with NO other texts,
+your code:
+"""
     name: str = "SimpleWriteTest"
 
-    async def run(self, context: str, k: int = 3) -> str:
-        rsp = await self._aask(self.PROMPT_TEMPLATE.format(context=context, k=k))
-        return parse_code(rsp)
+    async def run(self, context: list[Message], k: int = 3) -> str:
+        code = next((m.content for m in reversed(context) if m.cause_by.endswith(".SimpleWriteCode")), "")
+        functions = function_names(code)
+        if functions:
+            function = sorted(functions)[0]
+            prompt = self.FOCUSED_TEMPLATE.format(code=code, function=function, k=k)
+        else:
+            prompt = self.PROMPT_TEMPLATE.format(context=context, k=k)
+        return await ask_for_code(self, prompt, lambda tests: test_problem(tests, functions))
 
 
 class SimpleTester(Role):
@@ -102,33 +137,62 @@ class SimpleReviewer(Role):
         self._watch([SimpleWriteTest])
 
 
-def scripted_model() -> FunctionLLM:
-    """A canned model that answers each of the three prompts plausibly."""
+# What the scripted model knows how to write: (keywords in the idea, function, code, test calls).
+CANNED = [
+    (("add", "sum of two"), "add", "def add(a, b):\n    return a + b",
+     [("add(1, 2)", "3"), ("add(-1, -1)", "-2")]),
+    (("product",), "product", "def product(numbers):\n    result = 1\n    for n in numbers:\n"
+     "        result *= n\n    return result", [("product([2, 3, 4])", "24"), ("product([])", "1")]),
+    (("fibonacci",), "fib", "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+     "    return a", [("fib(10)", "55"), ("fib(0)", "0")]),
+    (("reverse",), "reverse", "def reverse(text):\n    return text[::-1]",
+     [("reverse('abc')", "'cba'"), ("reverse('')", "''")]),
+]
+
+
+def scripted_model(idea: str) -> FunctionLLM:
+    """A canned model that answers the three prompts about ``idea``.
+
+    It knows a few ideas (adding, a product, Fibonacci, reversing text); for any other it
+    writes a stub named after the idea that raises NotImplementedError, and tests saying so.
+    """
+    words = re.findall(r"[a-z]+", idea.lower())
+    known = next((c for c in CANNED if any(k in idea.lower() for k in c[0])), None)
+    if known is not None:
+        _, name, code, checks = known
+        tests = "\n\n".join(f"def test_{name}_{i}():\n    assert {call} == {want}" for i, (call, want) in
+                             enumerate(checks, 1))
+    else:
+        name = "_".join(w for w in words if w not in {"a", "an", "the", "that", "write", "function"})[:40] or "solve"
+        code = (f'def {name}(*args):\n    """{idea}"""\n'
+                '    raise NotImplementedError("the scripted model cannot write this")')
+        tests = (f"import pytest\n\ndef test_{name}_is_a_stub():\n    with pytest.raises(NotImplementedError):\n"
+                 f"        {name}()")
 
     def answer(messages: list[dict]) -> str:
         prompt = messages[-1]["content"]
         if "Write a python function" in prompt:
-            return "```python\ndef add(a, b):\n    return a + b\n```"
+            return f"```python\n{code}\n```"
         if "unit tests" in prompt:
-            return (
-                "```python\ndef test_add():\n    assert add(1, 2) == 3\n\n"
-                "def test_add_negative():\n    assert add(-1, -1) == -2\n```"
-            )
-        return "The tests miss floating point inputs such as add(0.1, 0.2)."
+            return f"```python\n{tests}\n```"
+        return f"The tests of {name} miss unusual inputs (empty, negative, very large) for: {idea}."
 
     return FunctionLLM(answer)
 
 
-async def main(idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False) -> list[Message]:
-    team = Team(llm=scripted_model() if scripted else None)
+async def main(
+    idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False, console: bool = True
+) -> list[Message]:
+    team = Team(llm=scripted_model(idea) if scripted else None)
     team.hire([SimpleCoder(), SimpleTester(), SimpleReviewer()])
     team.invest(investment=investment)
     team.run_project(idea)
-    history = await team.run(n_round=n_round)
-    print("\n=== conversation ===")
-    for msg in history:
-        print(f"--- {msg.sent_from or msg.role} ({msg.cause_by.rsplit('.', 1)[-1]})\n{msg.content}\n")
-    print("=== cost ===\n" + team.cost_manager.summary())
+    history = await team.run(n_round=n_round, console=console)
+    if not console:  # the console showed the conversation as it happened
+        print("\n=== conversation ===")
+        for msg in history:
+            print(f"--- {msg.sent_from or msg.role} ({msg.cause_by.rsplit('.', 1)[-1]})\n{msg.content}\n")
+        print("=== cost ===\n" + team.cost_manager.summary())
     return history
 
 
@@ -138,6 +202,7 @@ if __name__ == "__main__":
     parser.add_argument("--investment", type=float, default=3.0)
     parser.add_argument("--n-round", type=int, default=5)
     parser.add_argument("--scripted", action="store_true", help="use a canned model (no API key, no local model)")
+    parser.add_argument("--no-console", action="store_true", help="no live view; print the conversation at the end")
     args = parser.parse_args()
-    enable_logging("INFO")
-    asyncio.run(main(args.idea, args.investment, args.n_round, args.scripted))
+    enable_logging("INFO" if args.no_console else "WARNING")  # with the live view, logs would only clutter it
+    run_script(main(args.idea, args.investment, args.n_round, args.scripted, console=not args.no_console))

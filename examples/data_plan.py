@@ -29,6 +29,7 @@ from actions.plan_and_act import PlanRunner, Review, Task
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import Call, FunctionLLM
@@ -218,5 +219,7 @@ if __name__ == "__main__":
     parser.add_argument("--checkpoint", help="save the plan here after every step, and resume from it")
     parser.add_argument("--human-review", action="store_true", help="review each task's result yourself")
     args = parser.parse_args()
+    if args.scripted and args.goal != GOAL:
+        parser.error(f"--scripted replays a recorded run about {GOAL!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
-    asyncio.run(main(args.goal, args.scripted, args.checkpoint, args.human_review))
+    run_script(main(args.goal, args.scripted, args.checkpoint, args.human_review))

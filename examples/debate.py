@@ -9,13 +9,13 @@ uses a canned model.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 
@@ -65,7 +65,8 @@ class Debater(Role):
         return msg
 
 
-def scripted_model() -> FunctionLLM:
+def scripted_model(topic: str) -> FunctionLLM:
+    """A canned model: each debater argues its side of ``topic``, turn by turn."""
     turns = {"Ada": 0, "Ben": 0}
 
     def answer(messages: list[dict]) -> str:
@@ -73,23 +74,26 @@ def scripted_model() -> FunctionLLM:
         speaker = "Ada" if "Suppose you are Ada" in prompt else "Ben"
         turns[speaker] += 1
         side = "for" if speaker == "Ada" else "against"
-        return f"{speaker}, turn {turns[speaker]}: I argue {side} the motion, and my opponent is wrong."
+        return f"{speaker}, turn {turns[speaker]}: on '{topic}', I argue {side}, and my opponent is wrong."
 
     return FunctionLLM(answer)
 
 
-async def main(topic: str, investment: float = 3.0, n_round: int = 4, scripted: bool = False) -> list[Message]:
+async def main(
+    topic: str, investment: float = 3.0, n_round: int = 4, scripted: bool = False, console: bool = True
+) -> list[Message]:
     ada = Debater(name="Ada", profile="Optimist", opponent_name="Ben")
     ben = Debater(name="Ben", profile="Skeptic", opponent_name="Ada")
-    team = Team(llm=scripted_model() if scripted else None)
+    team = Team(llm=scripted_model(topic) if scripted else None)
     team.hire([ada, ben])
     team.invest(investment)
     team.run_project(topic, send_to="Ada")  # Ada speaks first
-    history = await team.run(n_round=n_round)
-    print("\n=== debate ===")
-    for msg in history:
-        print(f"--- {msg.sent_from}\n{msg.content}\n")
-    print("=== cost ===\n" + team.cost_manager.summary())
+    history = await team.run(n_round=n_round, console=console)
+    if not console:  # the console showed the debate as it happened
+        print("\n=== debate ===")
+        for msg in history:
+            print(f"--- {msg.sent_from}\n{msg.content}\n")
+        print("=== cost ===\n" + team.cost_manager.summary())
     return history
 
 
@@ -99,6 +103,7 @@ if __name__ == "__main__":
     parser.add_argument("--investment", type=float, default=3.0)
     parser.add_argument("--n-round", type=int, default=4)
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
+    parser.add_argument("--no-console", action="store_true", help="no live view; print the debate at the end")
     args = parser.parse_args()
-    enable_logging("INFO")
-    asyncio.run(main(args.topic, args.investment, args.n_round, args.scripted))
+    enable_logging("INFO" if args.no_console else "WARNING")  # with the live view, logs would only clutter it
+    run_script(main(args.topic, args.investment, args.n_round, args.scripted, console=not args.no_console))

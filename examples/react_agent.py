@@ -18,10 +18,10 @@ defines the function, calls it, and answers 55.
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from actions import AgentResult, python_tool
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
@@ -122,5 +122,7 @@ if __name__ == "__main__":
         "--style", choices=["langchain", "qwen"], default="langchain", help="the ReAct prompt"
     )
     args = parser.parse_args()
+    if args.scripted and args.question != QUESTION:
+        parser.error(f"--scripted replays a recorded run about {QUESTION!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
-    asyncio.run(main(args.question, args.scripted, args.style))
+    run_script(main(args.question, args.scripted, args.style))

@@ -15,13 +15,13 @@ model — a 135M model's plan may be poor, and the example still ends cleanly);
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from loguru import logger
 
 from actions import InputVariable, Kernel, SequentialPlanner
 from actions.semantic_kernel import FunctionPlan
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Invocation
 from rolecast.llm.base import LLMSettings
@@ -134,5 +134,7 @@ if __name__ == "__main__":
     parser.add_argument("goal", nargs="?", default=GOAL)
     parser.add_argument("--scripted", action="store_true", help="replay a good run with a canned model")
     args = parser.parse_args()
+    if args.scripted and args.goal != GOAL:
+        parser.error(f"--scripted replays a recorded run about {GOAL!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
-    asyncio.run(main(args.goal, args.scripted))
+    run_script(main(args.goal, args.scripted))

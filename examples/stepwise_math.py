@@ -16,11 +16,11 @@ poorly) the run is bounded by ``max_iterations`` and ends cleanly either way.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Annotated
 
 from actions import AgentResult, Plugin, kernel_function
 from rolecast import enable_logging
+from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
@@ -138,5 +138,7 @@ if __name__ == "__main__":
         "--scripted", action="store_true", help="replay the article's run with a canned model"
     )
     args = parser.parse_args()
+    if args.scripted and args.question != ASK:
+        parser.error(f"--scripted replays a recorded run about {ASK!r}; leave --scripted out to ask your own")
     enable_logging("INFO")
-    asyncio.run(main(args.question, args.scripted))
+    run_script(main(args.question, args.scripted))

@@ -1,7 +1,13 @@
-"""Messages and memory: what is said on the bus and what each role remembers."""
+"""Messages and memory: what is said on the bus and what each role remembers.
 
-from loguru import logger
+Semantic memory (texts found again by meaning) is :class:`SemanticMemory` over a
+:class:`VectorIndex`; :class:`LongTermMemory` keeps a role's prompts to the recent and
+the relevant part of its history.
+"""
 
+from rolecast import library_logging
+
+from .longterm import LongTermMemory
 from .memory import Memory
 from .message import (
     MESSAGE_ROUTE_TO_ALL,
@@ -12,16 +18,27 @@ from .message import (
     any_to_str,
     any_to_str_set,
 )
+from .semantic import MemoryRecord, SemanticMemory
+from .vector_sqlite import SQLiteVectorIndex
+from .vectors import Hit, IndexItem, InMemoryVectorIndex, VectorIndex
 
-logger.disable("memory")
+library_logging("memory")
 
 __all__ = [
     "MESSAGE_ROUTE_TO_ALL",
     "AIMessage",
+    "Hit",
+    "InMemoryVectorIndex",
+    "IndexItem",
+    "LongTermMemory",
     "Memory",
+    "MemoryRecord",
     "Message",
+    "SQLiteVectorIndex",
+    "SemanticMemory",
     "SystemMessage",
     "UserMessage",
+    "VectorIndex",
     "any_to_str",
     "any_to_str_set",
 ]

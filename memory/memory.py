@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler
@@ -17,30 +17,88 @@ class Memory:
     """An ordered store of messages, indexed by ``cause_by`` and by id.
 
     Adding a message that is already stored (same id) does nothing, so a message
-    is never remembered twice however many paths deliver it. A plain class on the hot
-    path (every delivered message passes through :meth:`add`), usable as a pydantic
-    field: it validates from and serialises to a list of messages.
+    is never remembered twice however many paths deliver it; with ``ignore_id=True``
+    (MetaGPT's option) two messages count as the same when everything but their id is
+    equal. A plain class on the hot path (every delivered message passes through
+    :meth:`add`), usable as a pydantic field: it validates from a list of messages or
+    from :meth:`model_dump`'s dict, and serialises to a list of messages.
+
+    MetaGPT's pydantic surface is here for scripts that touch it: ``model_dump()`` and
+    ``Memory(**data)`` round-trip, ``index`` (cause → messages), value equality,
+    iteration and ``len()``.
     """
 
-    __slots__ = ("_ids", "_index", "storage")
+    __slots__ = ("_ids", "_index", "ignore_id", "storage")
 
-    def __init__(self, storage: Iterable[Message] = ()):
+    def __init__(
+        self,
+        storage: Iterable[Message | dict[str, Any]] = (),
+        *,
+        index: dict[str, Any] | None = None,
+        ignore_id: bool = False,
+    ):
+        # ``index`` is accepted for MetaGPT's ``Memory(**memory.model_dump())``; it is derived
+        # from ``storage``, so it is rebuilt from there rather than trusted
+        del index
+        self.ignore_id = bool(ignore_id)
         self.storage: list[Message] = []
         self._index: dict[str, list[Message]] = defaultdict(list)
         self._ids: set[str] = set()
-        self.add_batch(storage)
+        self.add_batch(m if isinstance(m, Message) else Message.model_validate(m) for m in storage)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        from_list = core_schema.no_info_after_validator_function(
-            lambda items: cls(items), handler.generate_schema(list[Message])
-        )
-        return core_schema.union_schema(
-            [core_schema.is_instance_schema(cls), from_list],
+        return core_schema.no_info_plain_validator_function(
+            cls.model_validate,
             serialization=core_schema.plain_serializer_function_ser_schema(
                 lambda mem: [m.model_dump(mode="json") for m in mem.storage]
             ),
         )
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Memory:
+        """A memory from a Memory, a list of messages, or :meth:`model_dump`'s dict."""
+        if isinstance(data, Memory):
+            return data
+        if isinstance(data, dict):
+            unknown = set(data) - {"storage", "index", "ignore_id"}
+            if unknown:
+                raise ValueError(f"Memory got unknown keys {sorted(unknown)}")
+            return cls(**data)
+        if isinstance(data, (list, tuple)):
+            return cls(data)
+        raise ValueError(f"cannot make a Memory from {type(data).__name__}")
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        """MetaGPT's shape: ``{"storage": [...], "index": {cause: [...]}, "ignore_id": bool}``."""
+        return {
+            "storage": [m.model_dump(mode=mode) for m in self.storage],
+            "index": {k: [m.model_dump(mode=mode) for m in v] for k, v in self._index.items()},
+            "ignore_id": self.ignore_id,
+        }
+
+    def model_dump_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False)
+
+    @property
+    def index(self) -> defaultdict[str, list[Message]]:
+        """``cause_by`` → its messages, oldest first (a copy: change memory through its methods)."""
+        return defaultdict(list, {k: list(v) for k, v in self._index.items()})
+
+    def _key(self, message: Message) -> str:
+        return message.model_dump_json(exclude={"id"}) if self.ignore_id else message.id
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(list(self.storage))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Memory):
+            return NotImplemented
+        return self.ignore_id == other.ignore_id and [self._key(m) for m in self.storage] == [
+            other._key(m) for m in other.storage
+        ]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def to_json(self) -> str:
         return json.dumps([json.loads(m.to_json()) for m in self.storage], ensure_ascii=False)
@@ -54,9 +112,10 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:
-        if message.id in self._ids:
+        key = self._key(message)
+        if key in self._ids:
             return
-        self._ids.add(message.id)
+        self._ids.add(key)
         self.storage.append(message)
         if message.cause_by:
             self._index[message.cause_by].append(message)
@@ -67,13 +126,14 @@ class Memory:
 
     def delete(self, message: Message) -> None:
         """Forget one message (no error if it is not stored)."""
-        if message.id not in self._ids:
+        key = self._key(message)
+        if key not in self._ids:
             return
-        self._ids.discard(message.id)
-        self.storage = [m for m in self.storage if m.id != message.id]
+        self._ids.discard(key)
+        self.storage = [m for m in self.storage if self._key(m) != key]
         bucket = self._index.get(message.cause_by)
         if bucket is not None:
-            bucket[:] = [m for m in bucket if m.id != message.id]
+            bucket[:] = [m for m in bucket if self._key(m) != key]
             if not bucket:
                 del self._index[message.cause_by]
 
@@ -82,7 +142,7 @@ class Memory:
         if not self.storage:
             return None
         newest = self.storage.pop()
-        self._ids.discard(newest.id)
+        self._ids.discard(self._key(newest))
         bucket = self._index.get(newest.cause_by)
         if bucket:
             bucket.pop()  # the newest of its cause is last in its bucket too
@@ -103,7 +163,7 @@ class Memory:
         return len(self.storage)
 
     def __contains__(self, message: object) -> bool:
-        return isinstance(message, Message) and message.id in self._ids
+        return isinstance(message, Message) and self._key(message) in self._ids
 
     def get(self, k: int = 0) -> list[Message]:
         """The last ``k`` messages, oldest first; ``k=0`` means all."""
@@ -129,8 +189,8 @@ class Memory:
 
     def find_news(self, observed: Iterable[Message], k: int = 0) -> list[Message]:
         """Those of ``observed`` not among the last ``k`` stored messages (all, for k=0)."""
-        known = self._ids if k <= 0 else {m.id for m in self.storage[-k:]}
-        return [m for m in observed if m.id not in known]
+        known = self._ids if k <= 0 else {self._key(m) for m in self.storage[-k:]}
+        return [m for m in observed if self._key(m) not in known]
 
     def try_remember(self, keyword: str) -> list[Message]:
         """MetaGPT's name for :meth:`get_by_content`."""

@@ -4,6 +4,8 @@ The user-facing packages are ``memory``, ``actions``, ``roles`` and ``environmen
 this package holds what all of them need and knows nothing of roles.
 """
 
+import sys
+
 from loguru import logger
 
 from .errors import *  # noqa: F403
@@ -11,12 +13,25 @@ from .errors import __all__ as _errors_all
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "enable_logging", *_errors_all]
-
-# A library never configures logging: applications (examples, the CLI) enable it.
-logger.disable("rolecast")
+__all__ = ["__version__", "enable_logging", "library_logging", *_errors_all]
 
 _PACKAGES = ("rolecast", "memory", "actions", "roles", "environment")
+_enabled_level: str | None = None  # set by enable_logging; packages imported later honour it
+
+
+def library_logging(name: str) -> None:
+    """Called by each rolecast package at import: keep its logs off unless the application enabled them.
+
+    A library never configures logging (loguru's rule): ``logger.disable`` — except when
+    :func:`enable_logging` already ran, so that enabling works whatever the import order.
+    """
+    if _enabled_level is None:
+        logger.disable(name)
+    else:
+        logger.enable(name)
+
+
+library_logging("rolecast")
 
 
 def enable_logging(level: str = "INFO") -> None:
@@ -25,8 +40,8 @@ def enable_logging(level: str = "INFO") -> None:
     The framework keeps loguru disabled, as a library should; this enables its
     packages and replaces loguru's default handler with one at ``level``.
     """
-    import sys
-
+    global _enabled_level
+    _enabled_level = level
     for name in _PACKAGES:
         logger.enable(name)
     logger.remove()

@@ -1,6 +1,8 @@
 """The ``rolecast`` command: check the model configuration and talk to the model.
 
-    rolecast info                 which provider and model a run would use, and why
+    rolecast --version            the installed version
+    rolecast info                 which provider and model a run would use (for a local model: its
+                                  file and size; a missing or unreadable GGUF file is an error)
     rolecast ask "a question"     one question to the configured model
     rolecast choose "prompt" 4    one state-selection answer (-1 … 3)
     rolecast runs list            the runs in the run store
@@ -15,15 +17,18 @@ import argparse
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
 
-from . import enable_logging, inspect_runs
+from . import __version__, enable_logging, inspect_runs
 from .config import Config
 from .context import default_context
-from .errors import RolecastError
+from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
+from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .store import DEFAULT_STORE_PATH, SQLiteRunStore
 
 
@@ -31,14 +36,47 @@ def _row(label: str, value: object) -> None:
     print(f"{label:<18} : {value}")
 
 
+def gguf_file(path: str | Path) -> Path:
+    """``path`` if it is a readable GGUF file; else a :class:`ConfigError` saying what is wrong with it."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"the configured GGUF model {file} does not exist (check model_path / ROLECAST_MODEL_PATH)")
+    try:
+        with file.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ConfigError(f"the configured GGUF model {file} cannot be read: {exc}") from exc
+    if magic != b"GGUF":
+        raise ConfigError(f"{file} is not a GGUF model file (it does not start with the GGUF magic bytes)")
+    return file
+
+
+def _model_rows(provider: str, cfg: Any) -> None:
+    """The model a run would use: for the local provider its file, size, and whether it can be read."""
+    if provider == "local":
+        configured = getattr(cfg, "model_path", None) or (cfg.model if (cfg.model or "").endswith(".gguf") else None)
+        file = gguf_file(configured or embedded_model_path())
+        name = cfg.model if cfg.model and not cfg.model.endswith(".gguf") else file.stem
+        if not configured:
+            name = f"{EMBEDDED_MODEL_NAME} (embedded)"
+        _row("model", name)
+        _row("model file", f"{file} ({file.stat().st_size / 2**20:.1f} MiB)")
+    elif provider == "openai":
+        _row("model", cfg.model or f"{OPENAI_DEFAULT_MODEL} (provider default)")
+        _row("server", getattr(cfg, "base_url", None) or "https://api.openai.com/v1")
+    else:
+        _row("model", cfg.model or "(provider default)")
+
+
 def _info() -> int:
     config = Config.from_env()
     cfg = config.llm
     decided = " (decided: nothing configured)" if cfg.provider == "auto" else ""
-    _row("provider", resolve_provider(cfg) + decided)
-    _row("model", cfg.model or "(provider default)")
+    provider = resolve_provider(cfg)
+    _row("provider", provider + decided)
+    _model_rows(provider, cfg)
     for name, value in cfg:
-        if name in ("provider", "model", "settings"):
+        if name in ("provider", "model", "settings", "model_path", "base_url"):
             continue
         if isinstance(value, SecretStr):
             value = "set"
@@ -101,6 +139,7 @@ def _runs_parser(sub: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
+    parser.add_argument("--version", action="version", version=f"rolecast {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="show which model a run would use")

@@ -184,6 +184,22 @@ class Config(BaseModel):
         return cls.from_data(_read_yaml(Path(path)), source=str(path))
 
     @classmethod
+    def default(cls) -> Config:
+        """The configuration a run uses when none is given (MetaGPT's ``Config.default()``): files, then environment."""
+        return cls.from_env()
+
+    @classmethod
+    def from_home(cls, path: str | Path) -> Config | None:
+        """``~/.rolecast/<path>`` as a configuration, or None when there is no such file (MetaGPT's ``from_home``)."""
+        home_file = CONFIG_HOME / path
+        return cls.from_yaml(home_file) if home_file.is_file() else None
+
+    @staticmethod
+    def read_yaml(path: str | Path) -> dict[str, Any]:
+        """A YAML file's mapping (``Config(**Config.read_yaml(path))``, as MetaGPT scripts write it)."""
+        return _read_yaml(Path(path))
+
+    @classmethod
     def from_data(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
         try:
             return cls.model_validate(data)
@@ -209,11 +225,15 @@ class Config(BaseModel):
         return cls.from_data({**data, "llm": merged}, source=source)
 
 
+#: where per-user configuration files live
+CONFIG_HOME = Path.home() / ".rolecast"
+
+
 def _config_file(env: Mapping[str, str]) -> Path | None:
     explicit = env.get("ROLECAST_CONFIG")
     if explicit:
         return Path(explicit)
-    for candidate in (Path("rolecast.yaml"), Path.home() / ".rolecast" / "config.yaml"):
+    for candidate in (Path("rolecast.yaml"), CONFIG_HOME / "config.yaml"):
         if candidate.is_file():
             return candidate
     return None

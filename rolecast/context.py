@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from loguru import logger
 
@@ -25,8 +26,39 @@ from .metering import default_cost_manager, metered
 from .runlog import RunLog
 
 
+class AttrDict:
+    """A dict read and written as attributes; a missing one reads as ``None`` (MetaGPT's ``AttrDict``)."""
+
+    def __init__(self, **kwargs: Any):
+        self.__dict__.update(kwargs)
+
+    @classmethod
+    def model_validate(cls, data: dict[str, Any]) -> AttrDict:
+        return cls(**data)
+
+    def __getattr__(self, key: str) -> Any:  # only called for attributes that are not set
+        if key.startswith("__"):
+            raise AttributeError(key)
+        return None
+
+    def __delattr__(self, key: str) -> None:
+        if key not in self.__dict__:
+            raise AttributeError(f"No such attribute: {key}")
+        del self.__dict__[key]
+
+    def model_dump(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __repr__(self) -> str:
+        return f"AttrDict({self.__dict__!r})"
+
+
 class Context:
-    """Configuration, the default model, named services, costs and hooks of one run."""
+    """Configuration, the default model, named services, costs and hooks of one run.
+
+    ``kwargs`` is a free :class:`AttrDict` for what a script wants its roles to share
+    (MetaGPT's ``Context.kwargs``).
+    """
 
     def __init__(
         self,
@@ -42,6 +74,7 @@ class Context:
         self._services: dict[str, BaseLLM] = dict(llms or {})
         self.cost_manager = cost_manager or CostManager()
         self.hooks = hooks or Hooks()
+        self.kwargs = AttrDict()
         self._lock = threading.Lock()
         self._warned_missing: set[str] = set()
         #: the write-ahead log of the team run this context belongs to (set by the team)
@@ -56,6 +89,16 @@ class Context:
 
     def set_llm(self, llm: BaseLLM) -> None:
         self._default = llm
+
+    @property
+    def given_llm(self) -> BaseLLM | None:
+        """The default model as given (None when it is to be made from the configuration)."""
+        return self._default
+
+    @property
+    def given_config(self) -> Config | None:
+        """The configuration as given (None when it is to be read from files and the environment)."""
+        return self._config
 
     def add_service(self, name: str, llm: BaseLLM) -> None:
         """Register a named model (Semantic Kernel's ``add_service`` with a service id)."""

@@ -45,6 +45,10 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-opus-4": (15.0, 75.0),
     "mistral-large": (2.0, 6.0),
     "mistral-small": (0.2, 0.6),
+    # embedding models: input tokens only
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+    "text-embedding-ada-002": (0.10, 0.0),
 }
 
 

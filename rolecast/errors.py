@@ -6,10 +6,13 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
+    │   ├── VectorIndexError        a vector or record does not fit a vector index (dimension, id, file)
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
-    │   └── NestedEventLoopError    a sync helper was called inside a running loop
+    │   ├── NestedEventLoopError    a sync helper was called inside a running loop
+    │   └── PlanEditError           a plan edit names a task that is not (or already) there
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
+    │   ├── WorkerLost              a runtime worker died and could not be brought back
     │   ├── ActionFailed            an action (or a role's override) raised
     │   ├── PlanError               no valid plan after the allowed re-asks / re-plans
     │   ├── ToolError               a tool could not be found or called
@@ -28,7 +31,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │           ├── InvalidChoice   a state-selection answer that is not a number in range
     │           └── PlanParseError  one answer could not be read as a plan (the planner re-asks)
     └── ControlFlow                 signals, not failures
-        └── InvocationCancelled     a hook cancelled an action / tool / function call
+        ├── InvocationCancelled     a hook cancelled an action / tool / function call
+        └── HumanStopped            the person playing a role ended the run (exit / end of input)
 
 Errors keep what they are about as attributes (``raw`` text, ``spent`` / ``limit``,
 the ``role`` and ``action``) and chain the original exception as ``__cause__``;
@@ -43,6 +47,13 @@ from typing import Any
 class RolecastError(Exception):
     """Root of every error rolecast raises on purpose."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Subclasses take keyword-only or extra constructor arguments, which plain exception
+        # pickling cannot rebuild; errors must cross process boundaries (Ray workers), so
+        # rebuild from the message and the attributes instead of calling __init__.
+        state = {k: v for k, v in self.__dict__.items() if k != "__traceback__"}
+        return (_rebuild_error, (type(self), self.args, state))
+
 
 # ---------------------------------------------------------------- usage errors
 class UsageError(RolecastError):
@@ -53,12 +64,24 @@ class ConfigError(UsageError):
     """A model, key or setting the run needs is missing or invalid."""
 
 
+class VectorIndexError(UsageError):
+    """A vector or record does not fit a vector index: another dimension than the index holds,
+    an empty or non-finite vector, a bad id or filter, or an index file of another layout."""
+
+
 class ScriptExhausted(UsageError):
     """A scripted test model was called more times than it has replies (a mistake in the test script)."""
 
 
 class NestedEventLoopError(UsageError):
     """A synchronous convenience (``run_sync``) was called inside a running event loop."""
+
+
+class PlanEditError(UsageError, AssertionError):
+    """A plan edit (``replace_task``, ``append_task``) names a task id that is not, or is already, in the plan.
+
+    Also an ``AssertionError``, which is what MetaGPT's plan raises there.
+    """
 
 
 # ------------------------------------------------------------------ run errors
@@ -79,6 +102,17 @@ class BudgetExceeded(RunError):
         self.model = model
         who = f" (role {role!r}, model {model!r})" if role or model else ""
         super().__init__(f"budget exceeded: spent ${spent:.6f} of ${limit:.6f}{who}")
+
+
+class WorkerLost(RunError):
+    """A worker of a distributed runtime died and was not brought back (restarts exhausted)."""
+
+    def __init__(self, worker: str, roles: list[str] | None = None, cause: BaseException | None = None):
+        self.worker = worker
+        self.roles = list(roles or [])
+        self.cause = cause
+        shown = ", ".join(self.roles[:5]) + (f" and {len(self.roles) - 5} more" if len(self.roles) > 5 else "")
+        super().__init__(f"worker {worker} (roles {shown}) died and could not be restarted: {cause}")
 
 
 class ActionFailed(RunError):
@@ -147,6 +181,13 @@ class ReplayMissing(ReplayError):
     def __init__(self, *, role: str, action: str, asked: Any, run_id: str = ""):
         super().__init__(f"has no recorded answer to replay for {_brief(asked)}",
                          role=role, action=action, asked=asked, run_id=run_id)
+
+
+def _rebuild_error(cls: type[RolecastError], args: tuple[Any, ...], state: dict[str, Any]) -> RolecastError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 def _brief(request: Any, limit: int = 300) -> str:
@@ -220,11 +261,16 @@ class InvocationCancelled(ControlFlow):
         super().__init__(f"invocation of {name!r} cancelled" + (f": {reason}" if reason else ""))
 
 
+class HumanStopped(ControlFlow):
+    """The person playing a role (``Role(is_human=True)``) typed ``exit``/``quit``, or their input ended."""
+
+
 __all__ = [
     "ActionFailed",
     "BudgetExceeded",
     "ConfigError",
     "ControlFlow",
+    "HumanStopped",
     "InvalidChoice",
     "InvocationCancelled",
     "LLMAPIError",
@@ -234,6 +280,7 @@ __all__ = [
     "LLMTimeoutError",
     "NestedEventLoopError",
     "OutputParseError",
+    "PlanEditError",
     "PlanError",
     "PlanParseError",
     "ReplayError",
@@ -247,4 +294,6 @@ __all__ = [
     "TemplateError",
     "ToolError",
     "UsageError",
+    "VectorIndexError",
+    "WorkerLost",
 ]

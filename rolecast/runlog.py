@@ -101,6 +101,9 @@ class RunLog:
         self.mode: Mode = mode
         self.round = 0
         self._subscribers: list[Subscriber] = []
+        #: a subscriber (the live console on a terminal) wants the model's tokens as they come:
+        #: the LLM seam then streams plain-text calls and passes each chunk as an ``llm_token`` event
+        self.stream_tokens = False
         self._lock = threading.Lock()
         self._calls: dict[str, list[RecordedCall]] = defaultdict(list)  # by role, unconsumed, in order
         self._messages: dict[str, deque[dict[str, Any]]] = defaultdict(deque)  # by sender

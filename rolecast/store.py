@@ -15,6 +15,7 @@ the model call in flight.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -24,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from loguru import logger
 
 from .errors import ConfigError, StoreError
 
@@ -118,9 +121,11 @@ CREATE TABLE IF NOT EXISTS events (
 class SQLiteRunStore:
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
 
-    Events are written in order inside a transaction that is committed by every event
-    whose loss would cost something (:data:`DURABLE_KINDS`: a model call answered, a
-    failure, a round's end, the run's start and stop) and by :meth:`flush`. With WAL and
+    Every event whose loss would cost something (:data:`DURABLE_KINDS`: a model call
+    answered, a failure, a round's end, the run's start and stop) is committed at once;
+    the others are committed together at the end of the event loop's current turn, so
+    the write lock is never held across a wait (another process appending to the same
+    file — a second team, or ``rolecast runs show`` reading it — is not held up). With WAL and
     ``synchronous=NORMAL`` a commit survives the process being killed; only a power
     loss may drop the last commits. A crash therefore loses at most the events since
     the last model call — which re-executing the run re-creates — and the call in
@@ -141,6 +146,7 @@ class SQLiteRunStore:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
         self._lock = threading.Lock()
         self._next: dict[str, int] = {}
+        self._commit_scheduled = False
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
@@ -165,9 +171,34 @@ class SQLiteRunStore:
                     self._insert(event, payload)
                 if event.kind in DURABLE_KINDS:
                     self._db.commit()
+                else:
+                    self._commit_soon()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
         return event
+
+    def _commit_soon(self) -> None:
+        """Commit at the end of this turn of the event loop (at once outside one).
+
+        Events written in one burst share a commit, and the write lock is never held
+        across a wait — another process writing to the same file waits microseconds.
+        """
+        if self._commit_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._db.commit()
+            return
+        self._commit_scheduled = True
+        loop.call_soon(self._scheduled_commit)
+
+    def _scheduled_commit(self) -> None:
+        self._commit_scheduled = False
+        try:
+            self.flush()
+        except sqlite3.Error as exc:
+            logger.error("could not commit to the run store {}: {}", self.path, exc)
 
     def _insert(self, event: RunEvent, payload: str) -> None:
         event.seq = self._next_seq(event.run_id)

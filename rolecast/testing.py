@@ -8,6 +8,10 @@
 Both honour stop sequences like a real server (the answer is cut at the first one),
 count usage by a character estimate, and record every call in ``calls``. Pass either
 as ``Team(llm=...)``, ``Role(llm=...)`` or ``Action(llm=...)``.
+
+Both also embed, deterministically and without using a scripted reply: words hashed
+into ``embed_dim`` dimensions (:func:`~rolecast.llm.embedders.hashed_vector`), so texts
+sharing words are near; each embed call is recorded with ``kind="embed"``.
 """
 
 from __future__ import annotations
@@ -18,26 +22,36 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .cost import estimate_tokens
 from .errors import ScriptExhausted, UsageError
 from .llm.base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
+    R,
     StructuredRequest,
     Usage,
     messages_text,
     truncate_at_stop,
 )
+from .llm.embedders import hashed_vector
 from .llm.recording import describe_request
 from .metering import current_meter
 from .runlog import RunLog, current_action
 from .store import RunStore, open_store
 
 Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
+
+
+def ordinal(n: int) -> str:
+    """``1`` → ``"1st"``, ``2`` → ``"2nd"``, ``11`` → ``"11th"``, ``23`` → ``"23rd"``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 @dataclass
@@ -61,6 +75,9 @@ class Call:
 class _DoubleBase(BaseLLM):
     supports_json_schema = True
     supports_tools = True
+    supports_embeddings = True
+    #: dimensions of the deterministic embeddings
+    embed_dim: int = 256
 
     def __init__(self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None):
         super().__init__(model, settings)
@@ -68,6 +85,16 @@ class _DoubleBase(BaseLLM):
         self.free = model in ("scripted", "function")
         self.delay = delay
         self.calls: list[Call] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # shipped to another process (a Ray worker): everything but the lock
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def _finish(self, reply: str | Completion, messages: Messages, stop: list[str] | None) -> Completion:
@@ -85,6 +112,15 @@ class _DoubleBase(BaseLLM):
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         return await self._answer(messages, None, settings, None, None, kind="choose", n_options=n_options)
+
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        messages: Messages = [{"role": "user", "content": t} for t in texts]
+        with self._lock:
+            self.calls.append(Call(messages, None, self.settings, kind="embed", extra={"purpose": purpose}))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        usage = Usage(sum(estimate_tokens(t) for t in texts), 0, estimated=True)
+        return Embeddings([hashed_vector(t, self.embed_dim) for t in texts], usage, model=self.model)
 
     async def _complete(
         self,
@@ -141,7 +177,7 @@ class ScriptedLLM(_DoubleBase):
             if self._next >= len(self._replies):
                 raise ScriptExhausted(
                     f"ScriptedLLM has {len(self._replies)} replies but was called a "
-                    f"{len(self.calls)}th time; last prompt: {call.prompt[-300:]!r}"
+                    f"{ordinal(len(self.calls))} time; last prompt: {call.prompt[-300:]!r}"
                 )
             reply = self._replies[self._next]
             self._next += 1
@@ -210,6 +246,7 @@ class ReplayLLM(BaseLLM):
 
     supports_json_schema = True
     supports_tools = True
+    supports_embeddings = True
 
     def __init__(self, log: RunLog, *, model: str = "replay"):
         super().__init__(model)
@@ -227,14 +264,21 @@ class ReplayLLM(BaseLLM):
         return cls(log)
 
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
-    ) -> Completion:
+        self,
+        kind: str,
+        messages: Messages,
+        call: Callable[[], Awaitable[R]],
+        *,
+        result_type: type[Completion] | type[Embeddings] | None = None,
+        **request: Any,
+    ) -> R:
+        """The recorded answer to this call (every call, chat or embeddings, comes here)."""
         fp, summary = describe_request(kind, messages, **request)
         recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
         assert recorded is not None  # replay mode raises instead of returning None
-        completion = Completion.from_json(recorded)
-        self._record(messages, completion.usage, completion.text)
-        return completion
+        result = cast(R, (result_type or Completion).from_json(recorded))
+        self._record(messages, result.usage, result.text)
+        return result
 
     async def _complete(self, messages: Messages, **kwargs: Any) -> Completion:  # pragma: no cover
         raise UsageError("ReplayLLM answers only through the metered path")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
+from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
@@ -61,10 +63,34 @@ class MessageQueue:
         if len(queue) == 1 and self._listener is not None:  # only news when the inbox was empty
             self._listener()
 
+    def pop(self) -> Message | None:
+        """The oldest readable message, or None."""
+        return self._queue.popleft() if self._queue else None
+
     def pop_all(self) -> list[Message]:
+        """Every readable message, oldest first."""
         items = list(self._queue)
         self._queue.clear()
         return items
+
+    async def dump(self) -> str:
+        """The messages as a JSON list of :meth:`Message.dump` strings; nothing is removed."""
+        return json.dumps([m.dump() for m in self._queue], ensure_ascii=False)
+
+    @staticmethod
+    def load(data: str) -> MessageQueue:
+        """A queue of the messages :meth:`dump` wrote (empty, with a warning, if ``data`` is not JSON)."""
+        queue = MessageQueue()
+        try:
+            items = json.loads(data)
+        except json.JSONDecodeError as err:
+            logger.warning("MessageQueue.load: not JSON ({}); an empty queue", err)
+            return queue
+        for item in items:
+            message = Message.load(item) if isinstance(item, str) else Message.model_validate(item)
+            if message is not None:
+                queue.push(message)
+        return queue
 
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""

@@ -207,8 +207,11 @@ class FakeOpenAIServer:
 class LlamaServerProcess:
     """``python -m llama_cpp.server`` on 127.0.0.1 and a free port, as a subprocess."""
 
-    def __init__(self, model: str | Path, *, n_ctx: int = 4096, startup_timeout: float = 180.0):
+    def __init__(
+        self, model: str | Path, *, n_ctx: int = 4096, startup_timeout: float = 180.0, extra_args: tuple[str, ...] = ()
+    ):
         self.model = str(model)
+        self.extra_args = extra_args
         self.n_ctx = n_ctx
         self.startup_timeout = startup_timeout
         self.port = free_port()
@@ -235,6 +238,7 @@ class LlamaServerProcess:
             str(self.port),
             "--n_ctx",
             str(self.n_ctx),
+            *self.extra_args,
         ]
         # OpenMP workers that sleep instead of spinning: much faster on a shared, busy machine
         env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1"}

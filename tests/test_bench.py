@@ -28,3 +28,17 @@ def test_framework_benchmark_quick():
     # 20 concurrent 50 ms calls: far closer to 50 ms than to the 1 s of running them in turn
     assert results["concurrency"]["wall_s"] < 0.5
     assert results["concurrency"]["model_calls"] == 20
+
+
+def test_memory_benchmark_quick():
+    import bench_memory
+
+    results = bench_memory.run(quick=True)
+    print(bench_memory.report(results))
+    rows = {r["provider"]: r for r in results["retrieval"] if "skipped" not in r}
+    bm25 = rows["BM25 (lexical baseline)"]
+    assert 0.0 <= bm25["recall_at_5"] <= 0.3  # the set is paraphrased: word overlap rarely finds the memory
+    # the quick run skips the embedding model (tests/test_semantic_memory.py bounds it on a subset)
+    assert rows["word hashing 512-d (fallback)"]["recall_at_5"] <= 0.3
+    for row in results["index"]:
+        assert row["query_ms"] < 500  # 1,000 records: milliseconds, even on a loaded machine

@@ -297,3 +297,18 @@ async def test_a_team_dump_reloads_as_its_own_role_and_action_classes_and_goes_o
     again.context.set_llm(counting_llm(calls := []))
     history = await again.run(n_round=1)
     assert calls == ["check: re[[dry] draft: tea]"] and history[-1].sent_from == "Checker"
+
+
+async def test_the_store_never_holds_its_write_lock_across_a_wait(tmp_path):
+    import asyncio
+
+    from rolecast.store import RunEvent
+
+    db = tmp_path / "shared.db"
+    first, second = SQLiteRunStore(db), SQLiteRunStore(db)  # two writers: two teams, two processes
+    first.append(RunEvent("a", MESSAGE, {"message": {"content": "hi"}}))  # not a paid-for event
+    await asyncio.sleep(0)  # the event loop turns (a model call is awaited, say)
+    started = time.monotonic()
+    await asyncio.to_thread(second.append, RunEvent("b", LLM_CALL, {"x": 1}))
+    assert time.monotonic() - started < 1.0
+    assert [e.kind for e in second.events("a")] == [MESSAGE]  # and the first one's event is committed

@@ -173,10 +173,12 @@ async def test_400_is_not_retried(server: FakeOpenAIServer) -> None:
 
 
 async def test_closed_port_is_a_connection_error() -> None:
-    llm = make_llm(f"http://127.0.0.1:{free_port()}/v1", max_retries=1)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    llm = make_llm(url, max_retries=1)
     with pytest.raises(LLMConnectionError) as info:
         await llm.ask("x")
     assert info.value.__cause__ is not None
+    assert f"could not reach the model server {url} after" in str(info.value)  # it names the URL
 
 
 async def test_slow_server_is_a_timeout(server: FakeOpenAIServer) -> None:

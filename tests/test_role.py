@@ -199,7 +199,7 @@ async def test_the_metagpt_init_style_works():
     # the role's identity is the action's system prompt
     assert llm.calls[0].messages[0] == {
         "role": "system",
-        "content": "You are a SimpleCoder, named Alice, your goal is . ",
+        "content": "You are a SimpleCoder, named Alice. ",
     }
 
 

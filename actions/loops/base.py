@@ -286,8 +286,8 @@ class ToolLoopAction(Action):
         """Call a tool through the context's hooks; a failure becomes the observation."""
         try:
             value = await fn.invoke(arguments, context=self.context)
-        except (ControlFlow, BudgetExceeded):
-            raise  # signals and the budget stop the run, they are not observations
+        except (ControlFlow, BudgetExceeded, UsageError):
+            raise  # signals, the budget and the program's own mistakes stop the run: no observation fixes them
         except Exception as exc:
             return self._tool_failure(exc, fn), False
         return format_observation(value), True

@@ -6,7 +6,7 @@
   tasks, reviews, bounded re-planning, checkpoints) for a :class:`PlanOwner`.
 """
 
-from .plan import Plan, Review, Task
+from .plan import Plan, Review, Task, TaskResult
 from .runner import REPLANNABLE, PlanOwner, PlanRunner, Reviewer, accept_nonempty, by_order_plan
 from .write import REPLAN_NOTE, ReviewTask, ReviewVerdict, WritePlan, dag_schema
 
@@ -21,6 +21,7 @@ __all__ = [
     "ReviewVerdict",
     "Reviewer",
     "Task",
+    "TaskResult",
     "WritePlan",
     "accept_nonempty",
     "by_order_plan",

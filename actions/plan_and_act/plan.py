@@ -15,19 +15,47 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from rolecast.errors import PlanEditError
+
+
+class TaskResult(BaseModel):
+    """What taking a task gave (MetaGPT's ``TaskResult``): its code, if any, its result, and success."""
+
+    code: str = ""
+    result: str
+    is_success: bool
+
 
 class Task(BaseModel):
-    """One step of a plan: what to do, with which action, after which tasks; and how it went."""
+    """One step of a plan: what to do, with which action, after which tasks; and how it went.
 
-    task_id: str
+    ``action`` may be left empty: the role's first (default) action then performs it.
+    """
+
+    task_id: str = ""
     dependent_task_ids: list[str] = Field(default_factory=list)
-    instruction: str
-    action: str = Field(description="name of the action that performs the task")
+    instruction: str = ""
+    action: str = Field(default="", description="name of the action that performs the task")
+    task_type: str = ""
+    assignee: str = ""
+    code: str = ""
     result: str = ""
     is_finished: bool = False
     is_success: bool = False
     feedback: str = Field(default="", description="the reviewer's feedback on the last result")
     attempts: int = 0
+
+    def reset(self) -> None:
+        """Forget the outcome: no code, no result, not finished."""
+        self.code = ""
+        self.result = ""
+        self.is_success = False
+        self.is_finished = False
+
+    def update_task_result(self, task_result: TaskResult) -> None:
+        self.code = task_result.code
+        self.result = task_result.result
+        self.is_success = task_result.is_success
 
 
 class Review(BaseModel):
@@ -41,8 +69,80 @@ class Plan(BaseModel):
     """A goal and its tasks. Serialises with pydantic, so a run can be saved and resumed."""
 
     goal: str
+    context: str = ""
     tasks: list[Task] = Field(default_factory=list)
     replans: int = Field(default=0, description="re-plans used so far (bounded by the planner)")
+
+    # ------------------------------------------------ MetaGPT's planning API
+    @property
+    def task_map(self) -> dict[str, Task]:
+        """Task id → task."""
+        return {t.task_id: t for t in self.tasks}
+
+    def has_task_id(self, task_id: str) -> bool:
+        return any(t.task_id == task_id for t in self.tasks)
+
+    @property
+    def current_task_id(self) -> str:
+        """The first unfinished task in plan order ("" when all are finished)."""
+        return next((t.task_id for t in self.tasks if not t.is_finished), "")
+
+    @property
+    def current_task(self) -> Task | None:
+        return next((t for t in self.tasks if not t.is_finished), None)
+
+    def _update_current_task(self) -> None:
+        """Kept for MetaGPT's callers: the current task is always derived from the tasks."""
+
+    def finish_current_task(self) -> None:
+        """Mark the current task finished; the next unfinished one becomes current."""
+        task = self.current_task
+        if task is not None:
+            task.is_finished = True
+
+    def get_finished_tasks(self) -> list[Task]:
+        return self.finished
+
+    def add_tasks(self, tasks: Sequence[Task]) -> None:
+        """Put ``tasks`` (any order) into the plan, dependencies first.
+
+        An empty plan takes them all; otherwise the tasks both lists begin with (same id and
+        instruction) are kept as they are — finished work stays finished — and the rest
+        is replaced by the new tasks (MetaGPT's merge).
+        """
+        if not tasks:
+            return
+        fresh = _dependencies_first(tasks)
+        prefix = 0
+        for old, new in zip(self.tasks, fresh, strict=False):
+            if old.task_id != new.task_id or old.instruction != new.instruction:
+                break
+            prefix += 1
+        self.tasks = self.tasks[:prefix] + fresh[prefix:]
+
+    def reset_task(self, task_id: str) -> None:
+        """Forget a task's outcome (nothing happens for an unknown id, as in MetaGPT)."""
+        task = self.task_map.get(task_id)
+        if task is not None:
+            task.reset()
+
+    def replace_task(self, new_task: Task) -> None:
+        """Put ``new_task`` in place of the task with its id, and reset the tasks depending on it."""
+        if not self.has_task_id(new_task.task_id):
+            raise PlanEditError(f"no task {new_task.task_id!r} to replace; use append_task to add one")
+        self.tasks = [new_task if t.task_id == new_task.task_id else t for t in self.tasks]
+        for t in self.tasks:
+            if new_task.task_id in t.dependent_task_ids:
+                t.reset()
+
+    def append_task(self, new_task: Task) -> None:
+        """Add a task at the end; its dependencies must already be in the plan."""
+        if self.has_task_id(new_task.task_id):
+            raise PlanEditError(f"task {new_task.task_id!r} is already in the plan; use replace_task")
+        missing = [d for d in new_task.dependent_task_ids if not self.has_task_id(d)]
+        if missing:
+            raise PlanEditError(f"task {new_task.task_id!r} depends on unknown tasks {missing}")
+        self.tasks.append(new_task)
 
     def task(self, task_id: str) -> Task:
         for t in self.tasks:
@@ -72,7 +172,7 @@ class Plan(BaseModel):
                 problems.append(f"task {t.task_id!r} depends on unknown task ids {missing}")
             if t.task_id in t.dependent_task_ids:
                 problems.append(f"task {t.task_id!r} depends on itself")
-            if action_names is not None and t.action not in action_names:
+            if action_names is not None and t.action and t.action not in action_names:
                 problems.append(f"task {t.task_id!r} uses unknown action {t.action!r}; use one of {list(action_names)}")
         graph = self.graph()
         if not nx.is_directed_acyclic_graph(graph):
@@ -170,4 +270,31 @@ class Plan(BaseModel):
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
 
-__all__ = ["Plan", "Review", "Task"]
+def _dependencies_first(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks in MetaGPT's order: each after its dependencies, depth first, otherwise as given.
+
+    Iterative, so a long chain cannot exhaust the stack; unknown ids and cycles are left
+    to :meth:`Plan.errors` to report.
+    """
+    by_id = {t.task_id: t for t in tasks}
+    done: set[str] = set()
+    out: list[Task] = []
+    for task in tasks:
+        stack: list[tuple[str, int]] = [(task.task_id, 0)]
+        while stack:
+            task_id, i = stack.pop()
+            if i == 0:
+                if task_id in done:
+                    continue
+                done.add(task_id)
+            deps = by_id[task_id].dependent_task_ids
+            if i < len(deps):
+                stack.append((task_id, i + 1))
+                if deps[i] in by_id and deps[i] not in done:
+                    stack.append((deps[i], 0))
+            else:
+                out.append(by_id[task_id])
+    return out
+
+
+__all__ = ["Plan", "Review", "Task", "TaskResult"]

@@ -37,6 +37,8 @@ from loguru import logger
 from memory import Message
 from rolecast.context import Context
 from rolecast.errors import ActionFailed, OutputParseError, PlanError, ToolError, UsageError
+from rolecast.llm.base import BaseLLM
+from rolecast.llm.human import HumanProvider
 
 from ..action import Action
 from ..perform import Performer
@@ -82,6 +84,26 @@ def accept_nonempty(task: Task, result: str) -> Review:
     if result.strip():
         return Review(ok=True)
     return Review(ok=False, feedback=f"task {task.task_id} produced an empty result")
+
+
+ACCEPT_WORDS = frozenset({"", "y", "yes", "ok", "lgtm", "confirm"})
+
+
+def ask_a_person(llm: BaseLLM | None = None) -> Reviewer:
+    """A reviewer that asks a person (MetaGPT's ``auto_run=False``): enter or "yes" accepts a task's
+    result; anything else is the feedback the task is redone with. ``llm`` is the person
+    (a :class:`~rolecast.llm.human.HumanProvider`; standard input by default)."""
+    person = llm or HumanProvider()
+
+    async def review(task: Task, result: str) -> Review:
+        answer = await person.ask(
+            f"Task {task.task_id}: {task.instruction}\nResult:\n{result}\n\n"
+            "Accept it? Press enter or type yes to accept; anything else is sent back as feedback."
+        )
+        ok = answer.strip().lower() in ACCEPT_WORDS
+        return Review(ok=ok, feedback="" if ok else answer.strip())
+
+    return review
 
 
 def by_order_plan(goal: str, actions: Sequence[Action]) -> Plan:
@@ -256,7 +278,10 @@ class PlanRunner:
         """Run one task's action, then review its result."""
         plan = self.plan
         assert plan is not None
-        index = next((i for i, a in enumerate(role.actions) if a.name == task.action), None)
+        # a task that names no action (MetaGPT's plans) runs the role's first, default action
+        index = next((i for i, a in enumerate(role.actions) if a.name == task.action), None) if task.action else (
+            0 if role.actions else None
+        )
         if index is None:
             raise ToolError(f"task {task.task_id} names unknown action {task.action!r}")
         task.attempts += 1
@@ -341,4 +366,4 @@ class PlanRunner:
         return Message(content=last.result, role=role.profile, cause_by=action or WritePlan, sent_from=role.name)
 
 
-__all__ = ["REPLANNABLE", "PlanOwner", "PlanRunner", "Reviewer", "accept_nonempty", "by_order_plan"]
+__all__ = ["REPLANNABLE", "PlanOwner", "PlanRunner", "Reviewer", "accept_nonempty", "ask_a_person", "by_order_plan"]

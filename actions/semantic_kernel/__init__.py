@@ -3,6 +3,7 @@
 * :class:`Kernel` — functions (tools and prompt functions), models and invocation hooks;
 * :class:`PromptFunction` / :class:`PromptTemplate` — a function made from a prompt, with
   ``{{$var}}`` variables and nested ``{{Plugin.fn $arg}}`` calls;
+* :class:`TextMemoryPlugin` — ``recall`` / ``save`` over a semantic memory (``{{recall $input}}``);
 * :mod:`.planners` — the model turns a goal into a :class:`FunctionPlan` of function calls
   (basic, sequential, action). In rolecast "planner" means these; a role's
   ``plan_and_act`` mode lives in :mod:`actions.plan_and_act`.
@@ -11,6 +12,7 @@
 from .kernel import Kernel
 from .planners import ActionPlanner, BasicPlanner, FunctionPlan, Planner, PlanStep, SequentialPlanner
 from .prompt_function import FunctionResult, InputVariable, PromptFunction, PromptTemplate, use_functions
+from .text_memory import TextMemoryPlugin
 
 __all__ = [
     "ActionPlanner",
@@ -24,5 +26,6 @@ __all__ = [
     "PromptFunction",
     "PromptTemplate",
     "SequentialPlanner",
+    "TextMemoryPlugin",
     "use_functions",
 ]

@@ -1,10 +1,10 @@
 """The one interface every model call in rolecast goes through.
 
 A provider implements :meth:`BaseLLM._complete` (and, when it can do better than the
-defaults, ``_stream`` and ``_choose_text``). The public methods — :meth:`ask`,
-:meth:`complete`, :meth:`stream`, :meth:`choose` and :meth:`structured` — live here
-once, so budget checks, usage accounting, strict choice parsing and structured-output
-re-asks are the same for every provider.
+defaults, ``_stream``, ``_choose_text`` and ``_embed``). The public methods — :meth:`ask`,
+:meth:`complete`, :meth:`stream`, :meth:`choose`, :meth:`structured` and :meth:`embed` —
+live here once, so budget checks, usage accounting, the run log, strict choice parsing
+and structured-output re-asks are the same for every provider.
 
 Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 """
@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
 from ..cost import estimate_tokens
-from ..errors import InvalidChoice, OutputParseError, UsageError
+from ..errors import InvalidChoice, LLMAPIError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
@@ -34,6 +35,10 @@ from .recording import describe_request
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+
+#: what a text is embedded for: models trained with two prompts (E5, nomic, Cohere, Voyage)
+#: embed a search query differently from the documents it searches; others embed both alike
+EmbedPurpose = Literal["document", "query"]
 
 #: what :meth:`BaseLLM.ask_valid` says to the model after an unusable answer
 DEFAULT_FIX = "That answer is invalid: {error}\nAnswer again with corrected JSON only."
@@ -96,6 +101,35 @@ class Completion:
 
 
 @dataclass
+class Embeddings:
+    """The vectors of one :meth:`BaseLLM.embed` call, one per text, in order, and its usage."""
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        """Embeddings generate no text (metering counts no output tokens)."""
+        return ""
+
+    def to_json(self) -> dict[str, Any]:
+        """These vectors as the run log keeps them (a resumed run reads them back, unpaid)."""
+        return {"vectors": self.vectors, "model": self.model,
+                "usage": {"prompt_tokens": self.usage.prompt_tokens, "estimated": self.usage.estimated}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Embeddings:
+        """Vectors read back from the run log."""
+        usage = data.get("usage") or {}
+        return cls(
+            vectors=[[float(x) for x in v] for v in data.get("vectors") or []],
+            usage=Usage(int(usage.get("prompt_tokens") or 0), 0, bool(usage.get("estimated"))),
+            model=str(data.get("model") or ""),
+        )
+
+
+@dataclass
 class StructuredRequest:
     """What a provider needs to constrain output to JSON of a schema."""
 
@@ -123,6 +157,27 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
         return text
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
     return text if cut < 0 else text[:cut]
+
+
+def pooled_vector(embedding: Sequence[Any]) -> list[float]:
+    """One unit vector from what an embedding endpoint returned: a pooled vector as is, or the mean
+    of per-token vectors (llama.cpp answers so for a model without pooling, e.g. a chat model)."""
+    values: list[float]
+    if embedding and isinstance(embedding[0], (list, tuple)):
+        width = len(embedding[0])
+        sums = [0.0] * width
+        for token in embedding:
+            if len(token) != width:
+                raise LLMAPIError("per-token embeddings of different widths")
+            for i, x in enumerate(token):
+                sums[i] += float(x)
+        values = [x / len(embedding) for x in sums]
+    else:
+        values = [float(x) for x in embedding]
+    norm = math.sqrt(sum(x * x for x in values))
+    if not values or not math.isfinite(norm) or norm == 0.0:
+        raise LLMAPIError("the model returned an empty, zero or non-finite embedding")
+    return [x / norm for x in values]
 
 
 _CHOICE = re.compile(r"""^\s*[`'"]?\s*(-?\d+)\s*[`'"]?\s*\.?\s*$""")
@@ -153,17 +208,23 @@ def choice_schema(n_options: int) -> dict[str, Any]:
     }
 
 
+#: what a metered call returns: a chat answer or embeddings
+R = TypeVar("R", Completion, Embeddings)
+
+
 class BaseLLM(ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
 
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
     can constrain output to a JSON schema), ``grammar_constrained`` (it decodes under
     a grammar, so constrained output is guaranteed), ``supports_tools`` (native tool
-    calls), ``free`` (usage is counted but costs nothing, e.g. a local model).
+    calls), ``supports_embeddings`` (:meth:`embed` works), ``free`` (usage is counted but
+    costs nothing, e.g. a local model).
     """
 
     supports_json_schema: bool = False
     supports_tools: bool = False
+    supports_embeddings: bool = False
     #: decodes under a grammar built from the schema: the output *always* matches it, so
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
@@ -201,6 +262,10 @@ class BaseLLM(ABC):
         """Answer a state-selection prompt; constrained providers override this."""
         return await self._complete(messages, stop=None, settings=settings)
 
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embed ``texts`` (one vector each, in order); providers with ``supports_embeddings`` override it."""
+        raise UsageError(f"{self!r} cannot embed text")
+
     # ----------------------------------------------------------------- metering
     def _check_budget(self, messages: Messages) -> None:
         meter = current_meter()
@@ -215,11 +280,20 @@ class BaseLLM(ABC):
         )
 
     async def _metered(
-        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
-    ) -> Completion:
+        self,
+        kind: str,
+        messages: Messages,
+        call: Callable[[], Awaitable[R]],
+        *,
+        result_type: type[Completion] | type[Embeddings] | None = None,
+        **request: Any,
+    ) -> R:
         """Every model call goes through here: answered from the run log when the log holds it
         (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
-        checked against the budget, made, metered, and logged before its answer is used."""
+        checked against the budget, made, metered, and logged before its answer is used.
+
+        ``result_type`` (:class:`Completion` or :class:`Embeddings`) reads a logged answer back.
+        """
         meter = current_meter()
         log = meter.run_log
         role, action = meter.role or "", current_action()
@@ -227,27 +301,76 @@ class BaseLLM(ABC):
         if log is not None:
             recorded = log.lookup(role, action, fp, summary)
             if recorded is not None:
-                completion = Completion.from_json(recorded)
-                self._record(messages, completion.usage, completion.text)  # the run's totals span restarts
-                return completion
+                result = cast(R, (result_type or Completion).from_json(recorded))
+                self._record(messages, result.usage, result.text)  # the run's totals span restarts
+                return result
         self._check_budget(messages)
         started = time.monotonic()
+        entry: dict[str, Any] = {"action": action, "model": self.model, "fingerprint": fp, "request": summary}
         try:
-            completion = await call()
+            result = await call()
         except Exception as exc:
             if log is not None:
-                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
+                log.record_call(role, {**entry, "error": f"{type(exc).__name__}: {exc}",
+                                       "latency": time.monotonic() - started})
             raise
-        cost = self._record(messages, completion.usage, completion.text)
+        cost = self._record(messages, result.usage, result.text)
         if log is not None:
-            log.record_call(role, {
-                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                "response": completion.to_json(), "cost": cost, "latency": time.monotonic() - started,
-            })
-        return completion
+            log.record_call(role, {**entry, "response": result.to_json(), "cost": cost,
+                                   "latency": time.monotonic() - started})
+        return result
+
+    async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
+        """:meth:`_metered` for embeddings (their input tokens are what is charged)."""
+        messages: Messages = [{"role": "user", "content": t} for t in texts]  # for fingerprints and estimates
+        return await self._metered(
+            "embed", messages, lambda: self._embed(texts, purpose=purpose), result_type=Embeddings, purpose=purpose
+        )
+
+    @property
+    def _streams(self) -> bool:
+        """Whether this provider really streams (overrides ``_stream``)."""
+        return type(self)._stream is not BaseLLM._stream
+
+    async def _complete_streaming(
+        self, messages: Messages, stop: list[str] | None, settings: LLMSettings, sink: Callable[[str], None]
+    ) -> Completion:
+        """One call made by streaming, each chunk passed to ``sink``: the same Completion as ``_complete``."""
+        parts: list[str] = []
+        usage = Usage()
+        async for chunk in self._stream(messages, stop=stop, settings=settings):
+            if isinstance(chunk, Usage):
+                usage = chunk
+            elif chunk:
+                parts.append(chunk)
+                sink(chunk)
+        return Completion(text=truncate_at_stop("".join(parts), stop), usage=usage, model=self.model)
 
     # --------------------------------------------------------------- public API
+    async def embed(self, texts: Sequence[str], *, purpose: EmbedPurpose = "document") -> list[list[float]]:
+        """One vector per text, in order: a metered call like any other (budget, usage, run log).
+
+        ``purpose="query"`` marks search queries for models that embed them differently
+        from documents (E5, nomic …); the others embed both alike.
+        """
+        if isinstance(texts, str):
+            raise UsageError("embed() takes a list of texts, not one string")
+        items = list(texts)
+        bad = [type(t).__name__ for t in items if not isinstance(t, str)]
+        if bad:
+            raise UsageError(f"embed() takes texts (str), not {', '.join(sorted(set(bad)))}")
+        if purpose not in ("document", "query"):
+            raise UsageError(f"embed(purpose=...) must be 'document' or 'query', not {purpose!r}")
+        if not self.supports_embeddings:
+            raise UsageError(f"{self!r} cannot embed text: use an embedding model (rolecast.llm.embedders)")
+        if not items:
+            return []
+        result = await self._metered_embed(items, purpose)
+        if len(result.vectors) != len(items):
+            raise LLMAPIError(f"{self!r} returned {len(result.vectors)} vectors for {len(items)} texts")
+        return result.vectors
+
+
     async def complete(
         self,
         messages: Messages,
@@ -260,11 +383,14 @@ class BaseLLM(ABC):
         """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
+        # a reader watches the tokens (the live console): stream a plain-text call, same answer
+        sink = _token_sink() if structured is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         return await self._metered(
             "complete", messages,
-            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
+            lambda: self._complete_streaming(messages, stops, merged, sink) if sink is not None
+            else self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools),
             stop=stops, settings=merged.model_dump(exclude_none=True),
             schema=structured.schema if structured else None, tools=tools,
         )
@@ -291,6 +417,7 @@ class BaseLLM(ABC):
     ) -> AsyncIterator[str]:
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
+        sink = _token_sink()
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
@@ -304,6 +431,8 @@ class BaseLLM(ABC):
                 elif chunk:
                     parts.append(chunk)
                     chunks.put_nowait(chunk)
+                    if sink is not None:
+                        sink(chunk)
             return Completion(text="".join(parts), usage=usage, model=self.model)
 
         # the same metered path as every call; chunks are passed on as they come
@@ -432,6 +561,20 @@ class BaseLLM(ABC):
                 f"no valid {output_type.__name__} after {retries + 1} attempts: {exc.errors[-1]}",
                 raw=exc.raw, errors=exc.errors,
             ) from exc
+
+
+def _token_sink() -> Callable[[str], None] | None:
+    """Where streamed chunks go when a reader of the running team's log wants tokens (else None)."""
+    meter = current_meter()
+    log = meter.run_log
+    if log is None or not log.stream_tokens:
+        return None
+    role = meter.role or ""
+
+    def sink(text: str) -> None:
+        log.notify("llm_token", {"text": text}, role=role)
+
+    return sink
 
 
 def _load_object(text: str) -> Any:

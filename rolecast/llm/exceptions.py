@@ -55,9 +55,14 @@ def _attempts_text(n: int) -> str:
     return f" after {n} attempt{'s' if n != 1 else ''}"
 
 
-def openai_mapping(attempts: Callable[[], int] = lambda: 1) -> ExceptionMapping:
-    """OpenAI SDK exceptions → rolecast errors; ``attempts()`` is read when one is raised."""
+def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> ExceptionMapping:
+    """OpenAI SDK exceptions → rolecast errors; ``attempts()`` is read when one is raised.
+
+    ``url`` (the server's address) is named by connection and timeout errors.
+    """
     import openai
+
+    where = f" {url}" if url else ""
 
     def status_error(exc: Any) -> RolecastError:
         if exc.status_code == 429:
@@ -70,10 +75,10 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1) -> ExceptionMapping:
 
     return {
         openai.APITimeoutError: lambda exc: LLMTimeoutError(
-            f"the model server did not answer in time{_attempts_text(attempts())}"
+            f"the model server{where} did not answer in time{_attempts_text(attempts())}"
         ),
         openai.APIConnectionError: lambda exc: LLMConnectionError(
-            f"could not reach the model server{_attempts_text(attempts())}: {exc}"
+            f"could not reach the model server{where}{_attempts_text(attempts())}: {exc}"
         ),
         openai.APIStatusError: status_error,
         # anything else the SDK raises: an answer that could not be used
@@ -83,9 +88,9 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1) -> ExceptionMapping:
     }
 
 
-def openai_errors(attempts: Callable[[], int] = lambda: 1) -> AbstractContextManager[None]:
+def openai_errors(attempts: Callable[[], int] = lambda: 1, url: str = "") -> AbstractContextManager[None]:
     """``with openai_errors(...):`` maps the OpenAI SDK's exceptions (see :func:`openai_mapping`)."""
-    return map_exceptions(openai_mapping(attempts))
+    return map_exceptions(openai_mapping(attempts, url))
 
 
 def llama_errors() -> AbstractContextManager[None]:

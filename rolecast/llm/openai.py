@@ -34,12 +34,15 @@ from ..errors import ConfigError, LLMAPIError
 from .base import (
     BaseLLM,
     Completion,
+    Embeddings,
+    EmbedPurpose,
     LLMSettings,
     Messages,
     StructuredRequest,
     ToolCall,
     Usage,
     choice_schema,
+    pooled_vector,
     truncate_at_stop,
 )
 from .exceptions import openai_errors
@@ -98,6 +101,7 @@ class OpenAILLM(BaseLLM):
 
     supports_json_schema = True
     supports_tools = True
+    supports_embeddings = True
 
     def __init__(
         self,
@@ -153,6 +157,11 @@ class OpenAILLM(BaseLLM):
         params.update(kwargs)
         return cls(**params)
 
+    @property
+    def server_url(self) -> str:
+        """Where the calls go: ``base_url``, else the OpenAI API's address."""
+        return self.base_url or "https://api.openai.com/v1"
+
     # ------------------------------------------------------------------ plumbing
     def _get_client(self) -> Any:
         """The SDK client: one over the caller's ``http_client``, else one per running loop.
@@ -204,8 +213,10 @@ class OpenAILLM(BaseLLM):
             params["extra_body"] = dict(settings.extra)
         return params
 
-    async def _create(self, params: dict[str, Any], probe: str | None = None) -> Any:
+    async def _create(self, params: dict[str, Any], probe: str | None = None, *, endpoint: str = "chat") -> Any:
         """One request, retried on transient errors, SDK errors mapped to rolecast errors.
+
+        ``endpoint`` is ``"chat"`` (chat completions) or ``"embeddings"``.
 
         ``probe`` names an optional field whose support is being learned: an error that
         names it is an answer about the field, not a transient failure, so it is not retried.
@@ -238,10 +249,12 @@ class OpenAILLM(BaseLLM):
             ),
             reraise=True,
         )
-        with openai_errors(attempts=lambda: attempts):
+        with openai_errors(attempts=lambda: attempts, url=self.server_url):
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
+                    if endpoint == "embeddings":
+                        return await client.embeddings.create(**params)
                     return await client.chat.completions.create(**params)
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
@@ -344,7 +357,7 @@ class OpenAILLM(BaseLLM):
         usage: Usage | None = None
         try:
             # mid-stream failures are not retried: part of the answer is already out
-            with openai_errors():
+            with openai_errors(url=self.server_url):
                 async for chunk in stream:
                     if chunk.usage is not None:
                         usage = _usage(chunk.usage)
@@ -355,6 +368,24 @@ class OpenAILLM(BaseLLM):
             await stream.close()
         if usage is not None:
             yield usage
+
+    async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
+        """``POST /v1/embeddings`` (OpenAI, a llama.cpp server started with embeddings on, Ollama, vLLM …).
+
+        Vectors are put back in the order of ``texts`` by their ``index``; ``purpose`` is not
+        part of the OpenAI API, so a model that wants query prefixes gets them in the text.
+        """
+        params: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.settings.timeout is not None:
+            params["timeout"] = self.settings.timeout
+        response = await self._create(params, endpoint="embeddings")
+        data = sorted(response.data or [], key=lambda d: d.index)
+        if len(data) != len(texts) or any(not d.embedding for d in data):
+            raise LLMAPIError(f"the embeddings server returned {len(data)} vectors for {len(texts)} texts")
+        vectors = [_flat_vector(d.embedding) for d in data]
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
+        return Embeddings(vectors, Usage(prompt_tokens, 0), model=response.model or self.model)
 
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         """Ask for ``{"choice": k}`` with k in a JSON-schema enum where the server supports it.
@@ -383,6 +414,13 @@ def _choice_from_json(text: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return text
+
+
+def _flat_vector(embedding: Any) -> list[float]:
+    """One unit vector (per-token vectors from a llama.cpp server are mean-pooled, as in-process)."""
+    if isinstance(embedding, str):
+        raise LLMAPIError("the embeddings server answered base64; rolecast asks for floats")
+    return pooled_vector(embedding)
 
 
 def _schema_name(name: str) -> str:

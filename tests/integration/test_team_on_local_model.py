@@ -28,7 +28,7 @@ pytestmark = [
 def test_the_readme_main_job_runs_on_the_embedded_model_within_its_round_limit():
     out = run_example(
         "examples/build_customized_multi_agents.py", "write a function that adds two numbers", "--n-round", "3",
-        timeout=900,
+        "--no-console", timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "using the embedded local model" in out.stderr

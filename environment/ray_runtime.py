@@ -1,0 +1,358 @@
+"""The Ray runtime: a team's roles on Ray actors, many roles per actor, one round a barrier across all.
+
+::
+
+    team = Team(llm=model, runtime="ray")                       # a local Ray cluster
+    team = Team(llm=model, runtime=RayRuntime(address="auto", roles_per_actor=500,
+                                              rate_limit=RateLimit(requests=500, tokens=200_000)),
+                store=PostgresRunStore("postgresql://…"))
+
+The user's script does not change. When the first round starts, the roles are pickled
+(cloudpickle ships user-defined Role and Action subclasses by value or by module) and
+placed on :class:`~environment.ray_worker.RoleWorker` actors in hiring order,
+``roles_per_actor`` to an actor. Each round the driver sends every actor the messages its
+roles receive (by the bus's addressing rules, :class:`~environment.runtime.Router`),
+every actor runs its roles' turns, and the driver waits for all of them (the barrier);
+the environment then delivers the round's messages in the same fixed order as in
+process, so the history is the same.
+
+Models are made on the workers: a picklable model (the test doubles) is shipped, any
+other is made there from the team's configuration. One meter actor holds the team's
+budget and the rate limit (requests and tokens per minute) for every worker.
+
+A worker that dies is restarted by Ray (``max_restarts``); the driver then places its
+roles again and has it re-execute their past rounds, every model call answered from
+the run log (the store must be one every worker reaches: PostgreSQL, or SQLite on one
+machine), before the round goes on. Importing this module does not import Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import pickle
+import sys
+from typing import Any
+
+from loguru import logger
+
+from memory import Message
+from rolecast.errors import UsageError, WorkerLost
+from rolecast.ratelimit import CallMeter, RateLimit
+from rolecast.store import MemoryRunStore, SQLiteRunStore
+from roles import Role
+
+from .ray_worker import RoleWorker, WorkerSpec, detached_pickle, merge_usage
+from .runtime import RoundOutcome, Router
+
+Deliveries = list[tuple[list[str], Message]]
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise UsageError('the Ray runtime needs Ray: pip install "rolecast[ray]"') from exc
+    return ray
+
+
+class _Group:
+    """One actor and what the driver keeps to bring it back: its roles as shipped and its past rounds."""
+
+    def __init__(self, name: str, actor: Any):
+        self.name = name
+        self.actor = actor
+        self.roles: list[str] = []
+        self.blobs: list[bytes] = []
+        self.past: list[tuple[int, Deliveries]] = []
+        self.pending: Deliveries = []
+        self.busy: set[str] = set()
+        self.spec_ref: Any = None
+
+
+class RayRuntime:
+    """Roles on Ray actors (see the module docstring).
+
+    ``address``: a running cluster (``"auto"``, ``"ray://host:10001"``), or None to start a
+    local one (``num_cpus`` of this machine's CPUs, loopback only). ``roles_per_actor``:
+    how many roles share one actor (None: spread evenly over the cluster's CPUs).
+    ``cpus_per_actor``: what each actor reserves (0: many actors share a CPU, as for
+    roles that wait on a remote model). ``max_restarts``: how often a dead worker is
+    brought back. ``rate_limit``: one limit for the model calls of every worker.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        roles_per_actor: int | None = None,
+        cpus_per_actor: float = 0.0,
+        num_cpus: int | None = None,
+        max_restarts: int = 3,
+        rate_limit: RateLimit | None = None,
+        count_free_calls: bool = True,
+        init_kwargs: dict[str, Any] | None = None,
+    ):
+        if roles_per_actor is not None and roles_per_actor < 1:
+            raise UsageError("roles_per_actor must be at least 1")
+        self.address = address
+        self.roles_per_actor = roles_per_actor
+        self.cpus_per_actor = cpus_per_actor
+        self.num_cpus = num_cpus
+        self.max_restarts = max_restarts
+        self.rate_limit = rate_limit
+        self.count_free_calls = count_free_calls
+        self.init_kwargs = dict(init_kwargs or {})
+        self.router = Router()
+        self.round = 0
+        self._roles: dict[str, Role] = {}  # hired, not placed yet
+        self._groups: list[_Group] = []
+        self._group_of: dict[str, _Group] = {}
+        self._unplaced_mail: Deliveries = []
+        self._meter: Any = None
+        self._budget: float | None = None
+        self._started_ray = False
+        self._spec: dict[str, Any] | None = None
+        #: each worker's time spent on its roles' turns in the last round (the rest is transport)
+        self.last_round_seconds: dict[str, float] = {}
+
+    # ---------------------------------------------------------------- Runtime
+    def add_role(self, role: Role) -> None:
+        self.router.add(role.name, role.addresses)
+        self._roles[role.name] = role
+
+    def deliver(self, message: Message) -> None:
+        by_group: dict[int, list[str]] = {}
+        for name in self.router.targets(message):
+            group = self._group_of.get(name)
+            if group is None:
+                self._unplaced_mail.append(([name], message))
+            else:
+                by_group.setdefault(id(group), []).append(name)
+        for group in self._groups:
+            names = by_group.get(id(group))
+            if names:
+                group.pending.append((names, message))
+
+    @property
+    def is_idle(self) -> bool:
+        placed_idle = all(not g.pending and not g.busy for g in self._groups)
+        unplaced_idle = all(role.is_idle for role in self._roles.values()) and not self._unplaced_mail
+        return placed_idle and unplaced_idle
+
+    async def run_round(self, env: Any) -> RoundOutcome:
+        self._start(env)
+        await self._place()
+        self._sync_budget(env)
+        log = env.run_log
+        self.round = log.round if log is not None and log.round > self.round else self.round + 1
+        flush = getattr(log.store, "flush", None) if log is not None else None
+        if flush is not None:
+            flush()  # the driver's pending events are committed: its store's lock is free for the workers
+        groups = [g for g in self._groups if g.pending or g.busy]
+        cm = env.context.cost_manager
+        budget = (cm.max_budget, cm.total_cost)
+        results = await asyncio.gather(*(self._run_group(g, budget) for g in groups))
+        outcome = RoundOutcome()
+        self.last_round_seconds = {g.name: r["seconds"] for g, r in zip(groups, results, strict=True)}
+        for result in results:
+            outcome.active += result["active"]
+            outcome.messages += result["messages"]
+            outcome.failures.update(result["failures"])
+            for name, addresses in result["addresses"].items():
+                self.router.set_addresses(name, addresses)
+            merge_usage(cm, result["usage"])
+        return outcome
+
+    def close(self) -> None:
+        ray = _ray()
+        for group in self._groups:
+            try:
+                ray.kill(group.actor)
+            except Exception as exc:  # already gone
+                logger.debug("killing {}: {}", group.name, exc)
+        if self._meter is not None:
+            try:
+                ray.kill(self._meter)
+            except Exception as exc:
+                logger.debug("killing the meter: {}", exc)
+        self._groups, self._meter = [], None
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+        self._started_ray = False
+
+    # -------------------------------------------------------------- the round
+    async def _run_group(self, group: _Group, budget: tuple[float | None, float]) -> dict[str, Any]:
+        deliveries, group.pending = group.pending, []
+        group.past.append((self.round, deliveries))
+        ray = _ray()
+        for attempt in range(self.max_restarts + 1):
+            try:
+                result: dict[str, Any] = await group.actor.run_round.remote(self.round, deliveries, budget)
+                break
+            except ray.exceptions.RayActorError as exc:
+                if attempt == self.max_restarts:
+                    raise WorkerLost(group.name, group.roles, exc) from exc
+                logger.warning("{} died in round {} ({}); restarting it", group.name, self.round, exc)
+                await self._restore(group, ray)
+        group.busy = set(result["busy"])
+        return result
+
+    async def _restore(self, group: _Group, ray: Any) -> None:
+        """Wait for Ray to bring the actor back, then replay the rounds before this one on it."""
+        for _ in range(120):
+            try:
+                await group.actor.restore.remote(group.blobs, group.past[:-1])
+                return
+            except ray.exceptions.RayActorError:
+                await asyncio.sleep(0.5)  # still restarting
+        raise WorkerLost(group.name, group.roles)
+
+    # ----------------------------------------------------------- placement
+    def _start(self, env: Any) -> None:
+        if self._spec is not None:
+            return
+        ray = _ray()
+        if not ray.is_initialized():
+            if self.address is None:
+                kwargs = {"num_cpus": self.num_cpus, "include_dashboard": False, "log_to_driver": False,
+                          "_node_ip_address": "127.0.0.1", "runtime_env": local_runtime_env(),
+                          **self.init_kwargs}
+                ray.init(**kwargs)
+            else:
+                ray.init(address=self.address, **self.init_kwargs)
+            self._started_ray = True
+        context = env.context
+        cm = context.cost_manager
+        self._budget = cm.max_budget
+        if self.rate_limit is not None or cm.max_budget is not None:
+            meter_cls = ray.remote(num_cpus=0)(CallMeter)
+            self._meter = meter_cls.remote(self.rate_limit, cm.max_budget)
+            if cm.total_cost:
+                self._meter.settle.remote(0, 0, cm.total_cost)
+        log = env.run_log
+        self._spec = {
+            "desc": env.desc,
+            "config": context.given_config,
+            "default_llm": _try_pickle(context.given_llm, "the team's default model"),
+            "services": {k: b for k, v in context.services.items() if (b := _try_pickle(v, k)) is not None},
+            "store": _shared_store(log.store if log is not None else None),
+            "run_id": log.run_id if log is not None else "",
+            "meter": self._meter,
+            "rate_limited": self.rate_limit is not None and not self.rate_limit.unlimited,
+            "metered_free_calls": self.count_free_calls,
+        }
+
+    def _sync_budget(self, env: Any) -> None:
+        budget = env.context.cost_manager.max_budget
+        if self._meter is not None and budget != self._budget:
+            self._meter.set_budget.remote(budget)
+            self._budget = budget
+
+    async def _place(self) -> None:
+        if not self._roles:
+            return
+        ray = _ray()
+        assert self._spec is not None
+        names = list(self._roles)
+        per = self.roles_per_actor or max(1, math.ceil(len(self.router.names) / _cluster_cpus(ray)))
+        worker_cls = ray.remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
+        shipped: dict[int, list[bytes]] = {}
+        for name in names:
+            role = self._roles.pop(name)
+            group = self._groups[-1] if self._groups and len(self._groups[-1].roles) < per else None
+            if group is None:
+                gname = f"worker-{len(self._groups)}"
+                # kept referenced by the driver: Ray rebuilds a restarted actor from these arguments
+                spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, **self._spec))
+                group = _Group(gname, worker_cls.remote(spec))
+                group.spec_ref = spec
+                self._groups.append(group)
+            blob = _ship(role)
+            group.roles.append(name)
+            group.blobs.append(blob)
+            shipped.setdefault(id(group), []).append(blob)
+            self._group_of[name] = group
+            if not role.is_idle:
+                group.busy.add(name)
+                # what the role already had in its inbox travels with it; it is read at its first turn
+        await asyncio.gather(*(g.actor.place.remote(shipped[id(g)]) for g in self._groups if id(g) in shipped))
+        mail, self._unplaced_mail = self._unplaced_mail, []
+        for names_, message in mail:
+            for name in names_:
+                self._group_of[name].pending.append(([name], message))
+
+    def pull_roles(self) -> dict[str, Role]:
+        """The roles as they are now on the workers (their memories, states), as local copies."""
+        ray = _ray()
+        out: dict[str, Role] = {}
+        for blobs in ray.get([g.actor.roles_state.remote() for g in self._groups]):
+            for blob in blobs:
+                role: Role = pickle.loads(blob)
+                out[role.name] = role
+        return out
+
+    def worker_pids(self) -> dict[str, int]:
+        """The process id of each worker (to watch, or to kill in a test)."""
+        ray = _ray()
+        return dict(zip([g.name for g in self._groups], ray.get([g.actor.pid.remote() for g in self._groups]),
+                        strict=True))
+
+    def actor_of(self, role: str) -> Any:
+        """The actor handle holding ``role``."""
+        return self._group_of[role].actor
+
+
+def local_runtime_env() -> dict[str, Any]:
+    """Workers of a local cluster import what this process imports: the same ``sys.path``."""
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+
+
+def _cluster_cpus(ray: Any) -> int:
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def _try_pickle(llm: Any, what: str) -> bytes | None:
+    if llm is None:
+        return None
+    from ray import cloudpickle
+
+    try:
+        blob: bytes = cloudpickle.dumps(llm)
+        return blob
+    except Exception as exc:  # a live client, a loaded model: made on the worker from configuration
+        logger.info("{} ({!r}) cannot be shipped ({}); each worker makes it from the configuration", what, llm, exc)
+        return None
+
+
+def _ship(role: Role) -> bytes:
+    try:
+        return detached_pickle(role)
+    except Exception as exc:
+        raise UsageError(
+            f"role {role.name!r} cannot be shipped to a Ray worker: {type(exc).__name__}: {exc}. "
+            "A role's own model must be picklable (or leave it unset and give the team a configured model)"
+        ) from exc
+
+
+def _shared_store(store: Any) -> Any:
+    """The store as every worker can open it."""
+    if store is None:
+        return None
+    if isinstance(store, MemoryRunStore):
+        raise UsageError(
+            "a distributed run cannot log to an in-memory store: give Team(store=...) a PostgresRunStore "
+            "(or a SQLite file, on one machine)"
+        )
+    if isinstance(store, SQLiteRunStore):
+        return ("sqlite", str(store.path.resolve()))
+    try:
+        pickle.dumps(store)
+    except Exception as exc:
+        raise UsageError(f"the run store {store!r} cannot be shared with Ray workers: {exc}") from exc
+    return store
+
+
+__all__ = ["RateLimit", "RayRuntime"]

@@ -1,0 +1,140 @@
+"""The run store on PostgreSQL, for runs whose roles are spread over several processes or machines.
+
+Same four methods as :class:`~rolecast.store.RunStore`. Every worker of a distributed
+run opens its own connection to the same database and appends to the same run; the
+sequence numbers of a run stay gapless and in append order because each append takes
+a transaction-scoped advisory lock on the run before numbering its event. Each append
+is committed before it returns (write-ahead, like the SQLite store).
+
+Needs ``psycopg`` 3 (``pip install "rolecast[postgres]"``); imported when a store is
+opened, never by ``import rolecast``. A store pickles as its connection string, so a
+runtime can ship it to its workers, which reconnect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .errors import ConfigError, StoreError
+from .store import LLM_CALL, MESSAGE, RUN_STARTED, RUN_STOPPED, RunEvent, RunInfo
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rolecast_events (
+    run_id TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    ts     DOUBLE PRECISION NOT NULL,
+    kind   TEXT NOT NULL,
+    round  INTEGER NOT NULL DEFAULT 0,
+    role   TEXT NOT NULL DEFAULT '',
+    data   JSONB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS rolecast_events_kind ON rolecast_events (run_id, kind, seq);
+"""
+
+_APPEND = """
+INSERT INTO rolecast_events (run_id, seq, ts, kind, round, role, data)
+SELECT %(run_id)s, COALESCE(MAX(seq), 0) + 1, %(ts)s, %(kind)s, %(round)s, %(role)s, %(data)s::jsonb
+FROM rolecast_events WHERE run_id = %(run_id)s
+RETURNING seq
+"""
+
+
+class PostgresRunStore:
+    """A run store in a PostgreSQL database (``dsn``: ``postgresql://user@host:port/db`` or key=value)."""
+
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0):
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ConfigError(
+                'the PostgreSQL run store needs psycopg 3: pip install "rolecast[postgres]"'
+            ) from exc
+        self.dsn = dsn
+        self._psycopg = psycopg
+        self._lock = threading.Lock()
+        try:
+            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=int(max(1, connect_timeout)))
+            with self._db.transaction():
+                # creating the table from several workers at once must not race
+                self._db.execute("SELECT pg_advisory_xact_lock(7460157)")
+                self._db.execute(_SCHEMA)
+        except psycopg.Error as exc:
+            raise ConfigError(f"cannot open the PostgreSQL run store {self._safe_dsn()}: {exc}") from exc
+
+    def _safe_dsn(self) -> str:
+        """The connection string without a password, for messages."""
+        text = self.dsn
+        if "@" in text and "://" in text:
+            scheme, rest = text.split("://", 1)
+            creds, host = rest.rsplit("@", 1)
+            return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
+        return " ".join(p for p in text.split() if not p.startswith("password="))
+
+    def __repr__(self) -> str:
+        return f"PostgresRunStore({self._safe_dsn()!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PostgresRunStore, (self.dsn,))
+
+    def append(self, event: RunEvent) -> RunEvent:
+        params = {
+            "run_id": event.run_id, "ts": event.ts, "kind": event.kind, "round": event.round,
+            "role": event.role, "data": json.dumps(event.data, ensure_ascii=False, default=str),
+        }
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    # one writer per run at a time: MAX(seq)+1 stays unique and gapless across workers
+                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (event.run_id,))
+                    row = self._db.execute(_APPEND, params).fetchone()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
+        assert row is not None
+        event.seq = int(row[0])
+        return event
+
+    def _query(self, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return list(self._db.execute(sql, list(params)).fetchall())
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not read the run store {self._safe_dsn()}: {exc}") from exc
+
+    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
+        sql = "SELECT run_id, seq, ts, kind, round, role, data FROM rolecast_events WHERE run_id = %s"
+        params: list[Any] = [run_id]
+        if kinds is not None:
+            sql += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        for run, seq, ts, kind, rnd, role, data in self._query(sql + " ORDER BY seq", params):
+            yield RunEvent(run, kind, data, rnd, role, seq, ts)
+
+    def runs(self) -> list[RunInfo]:
+        rows = self._query(
+            f"""SELECT run_id, MIN(ts), COUNT(*), COUNT(*) FILTER (WHERE kind = '{MESSAGE}'),
+                       COUNT(*) FILTER (WHERE kind = '{LLM_CALL}'), MAX(round)
+                FROM rolecast_events GROUP BY run_id ORDER BY MIN(ts) DESC""",
+            [],
+        )
+        infos = []
+        for run_id, started, count, messages, calls, last_round in rows:
+            first = next(self.events(run_id, [RUN_STARTED]), None)
+            stops = list(self.events(run_id, [RUN_STOPPED]))
+            infos.append(RunInfo(
+                run_id, started, count, messages or 0, calls or 0, last_round or 0,
+                stops[-1].data.get("reason") if stops else None,
+                team=first.data.get("team", "") if first else "",
+                idea=first.data.get("idea", "") if first else "",
+            ))
+        return infos
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+__all__ = ["PostgresRunStore"]

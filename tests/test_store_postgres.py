@@ -1,0 +1,81 @@
+"""PostgresRunStore against a real PostgreSQL server started on 127.0.0.1 (skipped when it is not installed),
+and a distributed run resumed from it."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+from pg_server import PostgresServer, find_bin
+
+from rolecast.errors import ConfigError
+from rolecast.store import LLM_CALL, MESSAGE, RUN_STARTED, RunEvent, RunStore
+from rolecast.store_postgres import PostgresRunStore
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(find_bin() is None, reason="PostgreSQL is not installed (apt-get install postgresql)"),
+]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+def test_events_round_trip_in_order_and_runs_are_listed(pg):
+    store = PostgresRunStore(pg.dsn)
+    assert isinstance(store, RunStore)
+    store.append(RunEvent("a", RUN_STARTED, {"team": "T", "idea": "build it"}))
+    store.append(RunEvent("a", MESSAGE, {"message": {"content": "héllo"}}, round=1, role="Alice"))
+    store.append(RunEvent("a", LLM_CALL, {"fingerprint": "f"}, round=1, role="Alice"))
+    store.append(RunEvent("b", MESSAGE, {"message": {}}))
+    events = list(store.events("a"))
+    assert [(e.seq, e.kind, e.role) for e in events] == [
+        (1, RUN_STARTED, ""), (2, MESSAGE, "Alice"), (3, LLM_CALL, "Alice"),
+    ]
+    assert events[1].data["message"]["content"] == "héllo"
+    assert [e.seq for e in store.events("a", [LLM_CALL])] == [3]
+    info = {r.run_id: r for r in store.runs()}
+    assert (info["a"].events, info["a"].messages, info["a"].llm_calls, info["a"].team) == (3, 1, 1, "T")
+    store.close()
+
+
+def test_many_writers_number_one_run_without_gaps(pg):
+    stores = [PostgresRunStore(pg.dsn) for _ in range(4)]
+
+    def write(store: PostgresRunStore, k: int) -> None:
+        for i in range(25):
+            store.append(RunEvent("shared", MESSAGE, {"writer": k, "i": i}))
+
+    threads = [threading.Thread(target=write, args=(s, k)) for k, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events = list(stores[0].events("shared"))
+    assert [e.seq for e in events] == list(range(1, 101))
+    # each writer's events keep their order
+    for k in range(4):
+        assert [e.data["i"] for e in events if e.data["writer"] == k] == list(range(25))
+    for s in stores:
+        s.close()
+
+
+def test_a_store_travels_as_its_address_and_a_bad_one_is_a_typed_error(pg):
+    import pickle
+
+    store = pickle.loads(pickle.dumps(PostgresRunStore(pg.dsn)))
+    store.append(RunEvent("c", MESSAGE, {}))
+    assert len(list(store.events("c"))) == 1
+    with pytest.raises(ConfigError, match="cannot open the PostgreSQL run store"):
+        PostgresRunStore(f"postgresql://nobody:secret@127.0.0.1:{pg.port + 1}/x", connect_timeout=2)
+    try:
+        PostgresRunStore(f"postgresql://nobody:secret@127.0.0.1:{pg.port + 1}/x", connect_timeout=2)
+    except ConfigError as exc:
+        assert "secret" not in str(exc)
