@@ -23,12 +23,13 @@ class _BusState:
     """What every publish and round reads: the round's outbox (None between rounds), the run log,
     the roles whose inbox received something since their last turn, and each role's place in the order."""
 
-    __slots__ = ("outbox", "rank", "ready", "run_log")
+    __slots__ = ("outbox", "rank", "ready", "run_log", "skipped")
 
     def __init__(self) -> None:
         self.outbox: list[Message] | None = None
         self.run_log: RunLog | None = None
         self.ready: dict[str, Role] = {}
+        self.skipped: dict[str, Role] = {}  # roles that received only what they cannot react to
         self.rank: dict[str, int] = {}
 
 
@@ -92,16 +93,23 @@ class Environment(BaseModel):
         bus.rank.setdefault(role.name, len(bus.rank))
         role.set_env(self)
         self.set_addresses(role, role.addresses)
-        role.rc.msg_buffer.set_listener(lambda: self._mark_ready(role))
+        role.rc.msg_buffer.set_listener(lambda news: self._mark(role, news))
         if not role.is_idle:  # e.g. a restored role with messages in its inbox
             self._mark_ready(role)
 
     def _mark_ready(self, role: Role) -> None:
         self.bus.ready[role.name] = role
 
+    def _mark(self, role: Role, news: bool) -> None:
+        (self.bus.ready if news else self.bus.skipped)[role.name] = role
+
     def _take_ready(self) -> list[Role]:
-        """The roles with something to do, in the roles' order; the ready set starts afresh."""
+        """The roles with something to do, in the roles' order; the ready set starts afresh, and
+        the messages roles received but cannot react to are dropped (they take no turn for them)."""
         bus = self.bus
+        skipped, bus.skipped = bus.skipped, {}
+        for role in skipped.values():
+            role.rc.msg_buffer.drop_ignored()
         ready, bus.ready = bus.ready, {}
         active = [role for role in ready.values() if not role.is_idle]
         if len(active) > 1:
@@ -202,7 +210,8 @@ class Environment(BaseModel):
         """True when no role has anything to read or do (only roles that received something are asked)."""
         if self.runtime is not None:
             return self.runtime.is_idle
-        return all(role.is_idle for role in self.bus.ready.values())
+        bus = self.bus
+        return not bus.skipped and all(role.is_idle for role in bus.ready.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:

@@ -353,8 +353,9 @@ class Role(MetaGPTSDK, BaseModel):
     def put_message(self, message: Message | None) -> None:
         """Put a message into this role's inbox (read at its next turn).
 
-        A message this role could not react to (see :meth:`can_react`) is not kept: it
-        would only be read and dropped at a turn taken for nothing. A role that
+        A message this role could not react to (see :meth:`can_react`) is only counted (the
+        role is not idle until the next round drops it) and not kept: it would be read and
+        dropped at a turn taken for nothing. A role that
         overrides ``_observe``, or sets ``observe_all_msg_from_buffer``, receives everything.
         """
         if message is None:
@@ -365,6 +366,8 @@ class Role(MetaGPTSDK, BaseModel):
             own_observe = _OWN_OBSERVE[cls] = cls._observe is not Role._observe
         if own_observe or self.observe_all_msg_from_buffer or self.can_react(message):
             self.rc.msg_buffer.push(message)
+        else:
+            self.rc.msg_buffer.ignore()
 
     def can_react(self, message: Message) -> bool:
         """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast

@@ -44,11 +44,11 @@ async def test_only_roles_that_can_react_take_a_turn():
     await env.run()
     assert order == ["R7"]
     assert roles[7].get_memories()[-1].content == "heard for R7"
-    # the broadcast of an action nobody watches woke nobody and was not kept in any inbox
-    assert all(r.rc.msg_buffer.empty() for r in roles)
-    assert env.is_idle
     await env.run(k=3)
-    assert order == ["R7"]  # idle roles are not run again
+    assert order == ["R7"]  # nobody watches R7's answer (a Listen broadcast): no more turns
+    assert env.is_idle and all(r.is_idle for r in roles)
+    # the broadcasts nobody could react to were not kept in any inbox
+    assert all(len(r.rc.msg_buffer) == 0 for r in roles)
 
 
 async def test_ready_roles_run_in_the_roles_order_whatever_the_delivery_order():
@@ -61,13 +61,15 @@ async def test_ready_roles_run_in_the_roles_order_whatever_the_delivery_order():
     assert order == ["R1", "R3", "R4"]
 
 
-async def test_a_role_that_does_not_watch_a_message_is_not_woken_by_put_message():
+async def test_a_message_a_role_cannot_react_to_is_counted_not_kept():
     role = Role(name="Bob", actions=[Listen()], watch=[Shout], llm=ScriptedLLM([]))
     role.put_message(Message("unwatched", cause_by=UserRequirement))
     role.put_message(Message("own", cause_by=Shout, sent_from="Bob"))
-    assert role.is_idle and role.rc.msg_buffer.empty()
-    role.put_message(Message("watched", cause_by=Shout))
+    assert len(role.rc.msg_buffer) == 0  # counted (the role is not idle, as in MetaGPT), not kept
     assert not role.is_idle
+    assert await role.run() is None and role.is_idle
+    role.put_message(Message("watched", cause_by=Shout))
+    assert len(role.rc.msg_buffer) == 1 and not role.is_idle
 
 
 async def test_a_role_with_its_own_observe_still_receives_everything():
