@@ -364,10 +364,19 @@ class Role(MetaGPTSDK, BaseModel):
         own_observe = _OWN_OBSERVE.get(cls)
         if own_observe is None:  # looked up once per class: a pydantic class attribute lookup is slow
             own_observe = _OWN_OBSERVE[cls] = cls._observe is not Role._observe
-        if own_observe or self.observe_all_msg_from_buffer or self.can_react(message):
-            self.rc.msg_buffer.push(message)
+        buffer = self.rc.msg_buffer
+        if own_observe or self.observe_all_msg_from_buffer:
+            buffer.push(message)
+            return
+        send_to = message.send_to
+        # can_react's rule, inlined: this runs for every role a broadcast reaches
+        if message.sent_from != self.name and (
+            not self.addresses.isdisjoint(send_to)
+            or (message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to)
+        ):
+            buffer.push(message)
         else:
-            self.rc.msg_buffer.ignore()
+            buffer.ignore()
 
     def can_react(self, message: Message) -> bool:
         """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast
