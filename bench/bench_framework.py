@@ -6,9 +6,14 @@
 Measures:
   (a) the time to ``import roles, actions, environment, memory`` in a fresh interpreter;
   (b) overhead with an instant model: N roles all broadcasting to each other over
-      5 rounds (N = 10, 100, 500), and a chain of 200 roles handing one message
-      along — wall time, time per delivered message, peak memory (tracemalloc);
-  (c) concurrency: 20 roles whose model call takes 50 ms each, in one round.
+      5 rounds (N = 10, 100, 500) — wall time, time per delivered message, peak
+      memory (tracemalloc);
+  (b2) scheduling: a chain of N roles handing one message along, one hand-over per
+      round (N = 50, 200, 2000), the message addressed to the next role; and a chain
+      of 2000 roles where each hand-over is a broadcast only the next role watches —
+      wall time and time per hand-over (flat in N when only roles with news are run);
+  (c) concurrency: 20 roles whose model call takes 50 ms each, in one round;
+  (d) the react step: one ``_think`` + ``_act`` of a role with an instant model, in µs.
 """
 
 from __future__ import annotations
@@ -84,22 +89,57 @@ async def _broadcast(n_roles: int, n_rounds: int) -> dict[str, float]:
             "us_per_delivered": wall / delivered * 1e6, "model_calls": len(llm.calls)}
 
 
-async def _chain(n_roles: int) -> dict[str, float]:
+class Pass(Action):
+    """Broadcasts the message it saw; each role of a broadcast chain has its own subclass."""
+
+    async def run(self, history: list[Message]) -> str:
+        return history[-1].content
+
+
+def _chain_roles(n_roles: int, broadcast: bool) -> list[Role]:
+    """Role i reacts to role i-1 only: addressed by name, or (broadcast) by watching its action."""
+    if not broadcast:
+        return [
+            Role(name=f"C{i}", actions=[Relay(next_name=f"C{i + 1}" if i + 1 < n_roles else "")],
+                 watch=[UserRequirement] if i == 0 else [])
+            for i in range(n_roles)
+        ]
+    steps = [type(f"Pass{i}", (Pass,), {}) for i in range(n_roles)]
+    return [
+        Role(name=f"C{i}", actions=[steps[i]()], watch=[UserRequirement] if i == 0 else [steps[i - 1]])
+        for i in range(n_roles)
+    ]
+
+
+async def _chain(n_roles: int, broadcast: bool = False) -> dict[str, float]:
     llm = FunctionLLM(lambda messages: "ok")
-    team = Team(llm=llm)
-    roles = []
-    for i in range(n_roles):
-        nxt = f"C{i + 1}" if i + 1 < n_roles else ""
-        roles.append(Role(name=f"C{i}", actions=[Relay(next_name=nxt)], watch=[UserRequirement] if i == 0 else []))
-    team.hire(roles)
-    team.run_project("baton", send_to="C0")
+    team = Team(llm=llm, store=None)
+    team.hire(_chain_roles(n_roles, broadcast))
+    team.run_project("baton", send_to="" if broadcast else "C0")
     t0 = time.perf_counter()
     history = await team.run(n_round=n_roles + 1)
     wall = time.perf_counter() - t0
     delivered = _delivered(team)
     assert len(history) == n_roles + 1, f"the baton was lost: {len(history)} messages"
-    return {"roles": n_roles, "rounds": n_roles, "wall_s": wall, "delivered": delivered,
-            "us_per_delivered": wall / delivered * 1e6}
+    return {"roles": n_roles, "broadcast": broadcast, "rounds": n_roles, "wall_s": wall, "delivered": delivered,
+            "us_per_delivered": wall / delivered * 1e6, "us_per_handover": wall / n_roles * 1e6}
+
+
+async def _react_step(steps: int = 2000) -> dict[str, float]:
+    """µs per react step: ``_think`` + ``_act`` of a one-action role (no model call to choose) with an
+    instant model, the history kept at one message (the step's result is forgotten after it)."""
+    role = Role(name="Stepper", actions=[Broadcast()], llm=FunctionLLM(lambda messages: "ok"))
+    role.remember(Message(content="go", cause_by=UserRequirement))
+    memory = role.rc.memory
+    for _ in range(50):  # warm up
+        await role.react()
+        memory.delete_newest()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        await role.react()
+        memory.delete_newest()
+    wall = time.perf_counter() - t0
+    return {"steps": steps, "us_per_step": wall / steps * 1e6}
 
 
 def measured(coro_factory) -> dict[str, float]:
@@ -130,8 +170,14 @@ def run(quick: bool = False) -> dict:
     results: dict = {"import": import_time(3 if quick else 7), "broadcast": [], "python": sys.version.split()[0]}
     for n in sizes:
         results["broadcast"].append(measured(lambda n=n: _broadcast(n, 5)))
-    results["chain"] = measured(lambda: _chain(50 if quick else 200))
+    chains = [50, 200] if quick else [50, 200, 2000]
+    results["chains"] = [measured(lambda n=n: _chain(n)) for n in chains]
+    results["chain"] = results["chains"][-1 if quick else 1]  # 200 roles (50 with --quick before)
+    if not quick:
+        results["broadcast_chain"] = asyncio.run(_chain(2000, broadcast=True))
     results["concurrency"] = asyncio.run(_concurrency())
+    results["react_step"] = min((asyncio.run(_react_step(500 if quick else 2000)) for _ in range(3)),
+                                key=lambda r: r["us_per_step"])
     return results
 
 
@@ -147,16 +193,25 @@ def report(results: dict) -> str:
             f"    {r['roles']:>6} {r['delivered']:>10} {r['wall_s']:>8.3f} {r['us_per_delivered']:>8.2f} "
             f"{r['peak_mib']:>9.1f}"
         )
-    c = results["chain"]
-    lines.append(
-        f"    chain of {c['roles']} roles: {c['wall_s']:.3f} s, {c['us_per_delivered']:.1f} µs per hand-over "
-        f"(each round also checks every role for news), peak {c['peak_mib']:.1f} MiB"
-    )
+    lines.append("(b2) chains, one hand-over per round, instant model:")
+    for c in results["chains"]:
+        lines.append(
+            f"    addressed, {c['roles']:>5} roles: {c['wall_s']:8.3f} s, "
+            f"{c['us_per_handover']:7.1f} µs per hand-over, peak {c['peak_mib']:.1f} MiB"
+        )
+    if "broadcast_chain" in results:
+        c = results["broadcast_chain"]
+        lines.append(
+            f"    broadcast, {c['roles']:>5} roles: {c['wall_s']:8.3f} s, {c['us_per_handover']:7.1f} µs per hand-over"
+        )
     k = results["concurrency"]
     lines.append(
         f"(c) {k['roles']} roles x {k['model_delay_s'] * 1000:.0f} ms model call, one round: "
         f"{k['wall_s'] * 1000:.0f} ms (sequential would be {k['sequential_would_be_s'] * 1000:.0f} ms)"
     )
+    r = results["react_step"]
+    lines.append(f"(d) react step (think + act, instant model): {r['us_per_step']:.1f} µs "
+                 f"({r['steps']} steps, best of 3)")
     return "\n".join(lines)
 
 

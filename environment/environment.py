@@ -20,13 +20,17 @@ from .runtime import Runtime
 
 
 class _BusState:
-    """What every publish reads: the round's outbox (None between rounds) and the run log."""
+    """What every publish and round reads: the round's outbox (None between rounds), the run log,
+    the roles whose inbox received something since their last turn, and each role's place in the order."""
 
-    __slots__ = ("outbox", "run_log")
+    __slots__ = ("outbox", "rank", "ready", "run_log", "skipped")
 
     def __init__(self) -> None:
         self.outbox: list[Message] | None = None
         self.run_log: RunLog | None = None
+        self.ready: dict[str, Role] = {}
+        self.skipped: dict[str, Role] = {}  # roles that received only what they cannot react to
+        self.rank: dict[str, int] = {}
 
 
 class Environment(BaseModel):
@@ -71,8 +75,7 @@ class Environment(BaseModel):
     def _wire_roles(self) -> Environment:
         """Roles that came in as data (a dump reloaded) join this environment like hired ones."""
         for role in list(self.roles.values()):
-            role.set_env(self)
-            self.set_addresses(role, role.addresses)
+            self._join(role)
         return self
 
     # ---------------------------------------------------------------- roles
@@ -80,10 +83,45 @@ class Environment(BaseModel):
         if role.name in self.roles and self.roles[role.name] is not role:
             raise UsageError(f"a role named {role.name!r} is already in this environment")
         self.roles[role.name] = role
-        role.set_env(self)
-        self.set_addresses(role, role.addresses)
+        self._join(role)
         if self.runtime is not None:
             self.runtime.add_role(role)
+
+    def _join(self, role: Role) -> None:
+        """Wire a role in: its environment, its addresses, its place in the order, its inbox's listener."""
+        bus = self.bus
+        bus.rank.setdefault(role.name, len(bus.rank))
+        role.set_env(self)
+        self.set_addresses(role, role.addresses)
+        role.rc.msg_buffer.set_listener(lambda news: self._mark(role, news))
+        if not role.is_idle:  # e.g. a restored role with messages in its inbox
+            self._mark_ready(role)
+
+    def _mark_ready(self, role: Role) -> None:
+        self.bus.ready[role.name] = role
+
+    def _mark(self, role: Role, news: bool) -> None:
+        (self.bus.ready if news else self.bus.skipped)[role.name] = role
+
+    def _take_ready(self) -> list[Role]:
+        """The roles with something to do, in the roles' order; the ready set starts afresh, and
+        the messages roles received but cannot react to are dropped (they take no turn for them)."""
+        bus = self.bus
+        skipped, bus.skipped = bus.skipped, {}
+        for role in skipped.values():
+            role.rc.msg_buffer.drop_ignored()
+        ready, bus.ready = bus.ready, {}
+        active = [role for role in ready.values() if not role.is_idle]
+        if len(active) > 1:
+            rank = bus.rank
+            active.sort(key=lambda role: rank.get(role.name, len(rank)))
+        return active
+
+    def _keep_unfinished(self, active: list[Role]) -> None:
+        """A role that ran but still has something to do (a turn that failed before reading) stays ready."""
+        for role in active:
+            if not role.is_idle:
+                self._mark_ready(role)
 
     def add_roles(self, roles: Iterable[Role]) -> None:
         for role in roles:
@@ -161,7 +199,7 @@ class Environment(BaseModel):
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
-        rank = {name: i for i, name in enumerate(self.roles)}
+        rank = self.bus.rank
         last = len(rank)
         order = sorted(range(len(outbox)), key=lambda i: (rank.get(outbox[i].sent_from, last), i))
         for i in order:
@@ -169,19 +207,25 @@ class Environment(BaseModel):
 
     @property
     def is_idle(self) -> bool:
-        """True when no role has anything to read or do."""
+        """True when no role has anything to read or do (only roles that received something are asked)."""
         if self.runtime is not None:
             return self.runtime.is_idle
-        return all(role.is_idle for role in self.roles.values())
+        bus = self.bus
+        return not bus.skipped and all(role.is_idle for role in bus.ready.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:
-        """Run ``k`` rounds; in each, every role with news takes its turn concurrently."""
+        """Run ``k`` rounds; in each, every role with news takes its turn concurrently.
+
+        Only roles whose inbox received something since their last turn are looked at
+        (the inbox tells the environment), so a round costs what its active roles do,
+        not the size of the team.
+        """
         if self.runtime is not None:
             await self._run_on(self.runtime, k)
             return
         for _ in range(k):
-            active = [role for role in self.roles.values() if not role.is_idle]
+            active = self._take_ready()
             if not active:
                 return
             log = self.bus.run_log
@@ -196,6 +240,7 @@ class Environment(BaseModel):
                 self._deliver_round(outbox)
             if log is not None:
                 log.emit(ROUND_FINISHED, {"messages": len(outbox)})
+            self._keep_unfinished(active)
             self._handle_failures(active, results)
 
     async def _run_on(self, runtime: Runtime, k: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
@@ -32,10 +32,23 @@ class MessageQueue:
     The environment delivers a round's messages when the round ends (see
     :meth:`environment.Environment.publish_message`), so a message published during a
     round is read at the next one, whichever role the scheduler happened to run first.
+
+    A listener (the environment's, see :meth:`set_listener`) is told whenever messages
+    arrive, so the scheduler knows which roles have something to read without asking
+    every role every round. A message the role cannot react to is only counted
+    (:meth:`ignore`): the inbox is not empty, as in MetaGPT, until the next round drops
+    it, and the role takes no turn for it.
     """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._queue: deque[Message] = deque(messages)
+        self._ignored = 0  # messages received that the role cannot react to (not kept)
+        self._listener: Callable[[bool], None] | None = None
+
+    def set_listener(self, listener: Callable[[bool], None] | None) -> None:
+        """Call ``listener(True)`` when a push finds the inbox empty and after a requeue, and
+        ``listener(False)`` for the first ignored message (None: nobody listens)."""
+        self._listener = listener
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -49,7 +62,20 @@ class MessageQueue:
         )
 
     def push(self, message: Message) -> None:
-        self._queue.append(message)
+        queue = self._queue
+        queue.append(message)
+        if len(queue) == 1 and self._listener is not None:  # only news when the inbox was empty
+            self._listener(True)
+
+    def ignore(self) -> None:
+        """Count a message the role cannot react to (see :meth:`roles.Role.can_react`)."""
+        self._ignored += 1
+        if self._ignored == 1 and self._listener is not None:
+            self._listener(False)
+
+    def drop_ignored(self) -> None:
+        """Forget the ignored messages (the scheduler does, at the next round)."""
+        self._ignored = 0
 
     def pop(self) -> Message | None:
         """The oldest readable message, or None."""
@@ -59,6 +85,7 @@ class MessageQueue:
         """Every readable message, oldest first."""
         items = list(self._queue)
         self._queue.clear()
+        self._ignored = 0
         return items
 
     async def dump(self) -> str:
@@ -83,9 +110,12 @@ class MessageQueue:
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
         self._queue.extendleft(reversed(messages))
+        if messages and self._listener is not None:
+            self._listener(True)
 
     def empty(self) -> bool:
-        return not self._queue
+        """Nothing received since the last read (ignored messages count until they are dropped)."""
+        return not self._queue and not self._ignored
 
     def __len__(self) -> int:
         return len(self._queue)

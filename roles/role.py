@@ -59,6 +59,9 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
+#: Role classes → whether they override ``_observe`` (then they receive every message delivered)
+_OWN_OBSERVE: dict[type, bool] = {}
+
 
 class Role(MetaGPTSDK, BaseModel):
     """Subclass it as in MetaGPT::
@@ -348,9 +351,42 @@ class Role(MetaGPTSDK, BaseModel):
 
     # ------------------------------------------------------------ messaging
     def put_message(self, message: Message | None) -> None:
-        """Put a message into this role's inbox (read at its next turn)."""
-        if message is not None:
-            self.rc.msg_buffer.push(message)
+        """Put a message into this role's inbox (read at its next turn).
+
+        A message this role could not react to (see :meth:`can_react`) is only counted (the
+        role is not idle until the next round drops it) and not kept: it would be read and
+        dropped at a turn taken for nothing. A role that
+        overrides ``_observe``, or sets ``observe_all_msg_from_buffer``, receives everything.
+        """
+        if message is None:
+            return
+        cls = type(self)
+        own_observe = _OWN_OBSERVE.get(cls)
+        if own_observe is None:  # looked up once per class: a pydantic class attribute lookup is slow
+            own_observe = _OWN_OBSERVE[cls] = cls._observe is not Role._observe
+        buffer = self.rc.msg_buffer
+        if own_observe or self.observe_all_msg_from_buffer:
+            buffer.push(message)
+            return
+        send_to = message.send_to
+        # can_react's rule, inlined: this runs for every role a broadcast reaches
+        if message.sent_from != self.name and (
+            not self.addresses.isdisjoint(send_to)
+            or (message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to)
+        ):
+            buffer.push(message)
+        else:
+            buffer.ignore()
+
+    def can_react(self, message: Message) -> bool:
+        """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast
+        caused by an action it watches (whether it was already remembered is checked when observed)."""
+        if message.sent_from == self.name:
+            return False
+        send_to = message.send_to
+        if not self.addresses.isdisjoint(send_to):
+            return True
+        return message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to
 
     def publish_message(self, message: Message | None) -> None:
         """Publish on the environment bus (signed with this role's name)."""
@@ -394,13 +430,13 @@ class Role(MetaGPTSDK, BaseModel):
         if not news:
             news = self.rc.msg_buffer.pop_all()
         memory = self.rc.memory
-        kept = []
-        for m in news:
-            if m.sent_from == self.name or m in memory:
-                continue
-            addressed = not self.addresses.isdisjoint(m.send_to)
-            if addressed or (m.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in m.send_to):
-                kept.append(m)
+        name, addresses, watch = self.name, self.addresses, self.rc.watch
+        # can_react's rule, inlined: this loop runs for every message delivered
+        kept = [
+            m for m in news
+            if m.sent_from != name and m not in memory
+            and (not addresses.isdisjoint(m.send_to) or (m.cause_by in watch and MESSAGE_ROUTE_TO_ALL in m.send_to))
+        ]
         self.rc.news = kept
         memory.add_batch(news if self.observe_all_msg_from_buffer else kept)
         self.latest_observed_msg = kept[-1] if kept else None

@@ -20,6 +20,11 @@ def test_framework_benchmark_quick():
     # linear, not quadratic: 10x the roles (100x the deliveries) must not cost 10x per message
     assert per_msg[-1] < 10 * per_msg[0] + 50
     assert results["chain"]["delivered"] >= 49
+    # only roles with news are run: a hand-over costs about the same with 4x the roles
+    small, large = results["chains"][0], results["chains"][-1]
+    assert large["roles"] == 4 * small["roles"]
+    assert large["us_per_handover"] < 3 * small["us_per_handover"] + 300
+    assert results["react_step"]["us_per_step"] < 2000
     # 20 concurrent 50 ms calls: far closer to 50 ms than to the 1 s of running them in turn
     assert results["concurrency"]["wall_s"] < 0.5
     assert results["concurrency"]["model_calls"] == 20

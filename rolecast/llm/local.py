@@ -8,6 +8,9 @@ file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.
   :class:`LocalLLM` instance (and so every role) shares it.
 * llama.cpp contexts are not re-entrant, so calls to one model are serialised with a
   lock, and they run in a worker thread so that the event loop is never blocked.
+* Each conversation (the calling role) keeps its own KV cache between calls
+  (:mod:`rolecast.llm.prefix_cache`): a role's next prompt evaluates only what is new
+  since its previous one, and its answer never depends on another role's calls.
 * Free text stops when the model starts looping (:mod:`~rolecast.llm.repetition`): the
   answer keeps one copy of the repeated span and ends with ``finish_reason="repetition"``.
 * ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
@@ -23,7 +26,7 @@ import importlib.util
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -47,6 +50,14 @@ from .base import (
     truncate_at_stop,
 )
 from .exceptions import llama_errors, llama_load_errors
+from .prefix_cache import (
+    DEFAULT_PREFIX_CACHE_MIB,
+    PREFIX_CHUNK,
+    ChunkedPrompt,
+    PrefixCache,
+    conversation_key,
+    llama_ops,
+)
 from .repetition import RepetitionStop, trim_repetition
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
@@ -107,10 +118,11 @@ def _llama_cpp() -> Any:
 # --------------------------------------------------------------------- model cache
 @dataclass
 class _Loaded:
-    """One loaded model and the lock that serialises calls into its context."""
+    """One loaded model, the lock that serialises calls into its context, and its saved states."""
 
     llama: Any
     lock: threading.Lock
+    cache: PrefixCache | None  # None: an embedding instance
 
 
 _MODELS: dict[str, _Loaded] = {}
@@ -119,11 +131,14 @@ _GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGramm
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def _load(path: str, n_ctx: int, n_threads: int | None, *, embedding: bool = False) -> _Loaded:
+def _load(
+    path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB, *,
+    embedding: bool = False,
+) -> _Loaded:
     """The model at ``path``, loading it on first use (once per process, whatever the caller).
 
     ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
-    context does one or the other).
+    context does one or the other); it keeps no prompt states.
     """
     key = f"{path}#embedding" if embedding else path
     with _MODELS_LOCK:
@@ -137,24 +152,27 @@ def _load(path: str, n_ctx: int, n_threads: int | None, *, embedding: bool = Fal
         with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
-            extra = {"embedding": True} if embedding else {}
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, **extra)
-        loaded = _Loaded(llama, threading.Lock())
+            if embedding:  # an embedded text must fit one batch: keep llama.cpp's default n_batch
+                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, embedding=True)
+            else:  # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
+                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_batch=PREFIX_CHUNK, verbose=False)
+        cache = None
+        if not embedding:
+            snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
+            cache = PrefixCache(int(cache_mib * (1 << 20)), snapshot=snapshot, apply=apply, clear=clear,
+                                initial_seed=int(llama._seed))
+        loaded = _Loaded(llama, threading.Lock(), cache)
         if not _MODELS:
             atexit.register(_close_all)
         _MODELS[key] = loaded
         return loaded
 
 
-def _fresh(llama: Any) -> None:
-    """Forget the previous call's KV cache (hold the model's lock).
-
-    llama.cpp reuses a matching prompt prefix from the last call, but a prefix
-    evaluated in one batch and a reused one give slightly different logits, so the
-    same prompt, seed and temperature 0 could answer differently, and one role's
-    call would depend on the previous caller's. Re-reading the prompt is cheap.
-    """
-    llama.reset()
+def _chat_cache(loaded: _Loaded) -> PrefixCache:
+    """The prompt states of a chat instance (only embedding instances have none)."""
+    if loaded.cache is None:
+        raise RuntimeError("an embedding instance of a model has no prompt states")
+    return loaded.cache
 
 
 def _close_all() -> None:
@@ -179,8 +197,10 @@ def choice_grammar_text(n_options: int) -> str:
 class LocalLLM(BaseLLM):
     """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
 
-    Free: usage is counted, cost is zero. ``n_ctx`` and ``n_threads`` apply when this
-    instance is the first to load its file (the model is shared afterwards).
+    Free: usage is counted, cost is zero. ``n_ctx``, ``n_threads`` and
+    ``prefix_cache_mib`` (the memory the saved per-role KV states may hold; 0 re-reads
+    every prompt from scratch) apply when this instance is the first to load its file
+    (the model is shared afterwards; :attr:`prefix_cache` resizes it).
     """
 
     free = True
@@ -198,6 +218,7 @@ class LocalLLM(BaseLLM):
         model: str | None = None,
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
+        prefix_cache_mib: float = DEFAULT_PREFIX_CACHE_MIB,
         settings: LLMSettings | None = None,
     ):
         _require_llama_cpp()
@@ -210,6 +231,9 @@ class LocalLLM(BaseLLM):
         self.model_path = str(path.resolve())
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        if prefix_cache_mib < 0:
+            raise ConfigError(f"prefix_cache_mib must be 0 or more, not {prefix_cache_mib}")
+        self.prefix_cache_mib = prefix_cache_mib
 
     @classmethod
     def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
@@ -221,6 +245,7 @@ class LocalLLM(BaseLLM):
             "model_path": path,
             "n_ctx": cfg.n_ctx,
             "n_threads": cfg.n_threads,
+            "prefix_cache_mib": cfg.prefix_cache_mib,
             "settings": cfg.settings,
         }
         if cfg.model and not cfg.model.endswith(".gguf"):
@@ -230,12 +255,17 @@ class LocalLLM(BaseLLM):
 
     # ------------------------------------------------------------------ plumbing
     def _loaded(self) -> _Loaded:
-        return _load(self.model_path, self.n_ctx, self.n_threads)
+        return _load(self.model_path, self.n_ctx, self.n_threads, self.prefix_cache_mib)
 
     @property
     def llama(self) -> Any:
         """The underlying ``llama_cpp.Llama`` (loads the model if needed; blocking)."""
         return self._loaded().llama
+
+    @property
+    def prefix_cache(self) -> PrefixCache:
+        """The saved per-conversation states of this model (shared by every instance; loads it)."""
+        return _chat_cache(self._loaded())
 
     @staticmethod
     def _grammar(key: str, build: Callable[[], Any]) -> Any:
@@ -271,15 +301,26 @@ class LocalLLM(BaseLLM):
         kwargs.update(settings.extra)  # top_k, repeat_penalty, min_p … as llama.cpp names them
         return kwargs
 
-    def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """One blocking chat completion, serialised on the model's lock (call in a thread)."""
+    def _run(self, kwargs: dict[str, Any], key: Hashable) -> dict[str, Any]:
+        """One blocking chat completion, serialised on the model's lock (call in a thread).
+
+        It starts from ``key``'s own saved state and saves the state it ends with.
+        """
         loaded = self._loaded()
+        cache = _chat_cache(loaded)
         with loaded.lock, llama_errors():
-            _fresh(loaded.llama)
-            return dict(loaded.llama.create_chat_completion(**kwargs))
+            cache.begin(loaded.llama, key)
+            try:
+                response = dict(loaded.llama.create_chat_completion(**kwargs))
+            except BaseException:
+                cache.discard(key)  # the context may hold half an evaluation
+                raise
+            cache.end(loaded.llama, key)
+            return response
 
     async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
-        response = await asyncio.to_thread(self._run, kwargs)
+        # the key is read here, in the caller's task: it names the running role
+        response = await asyncio.to_thread(self._run, kwargs, conversation_key(kwargs["messages"]))
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         return Completion(
@@ -357,6 +398,7 @@ class LocalLLM(BaseLLM):
         queue: asyncio.Queue[Any] = asyncio.Queue()
         cancelled = threading.Event()
         done = object()
+        key = conversation_key(messages)  # here: the executor thread does not see the role's scope
 
         def put(item: Any) -> None:
             try:
@@ -367,8 +409,9 @@ class LocalLLM(BaseLLM):
         def produce() -> None:
             try:
                 loaded = self._loaded()
+                cache = _chat_cache(loaded)
                 with loaded.lock:
-                    _fresh(loaded.llama)
+                    cache.begin(loaded.llama, key)
                     # the stream carries no usage: count the prompt here and one token per chunk
                     prompt_tokens = len(loaded.llama.tokenize(messages_text(messages).encode(), add_bos=True))
                     n_chunks = 0
@@ -381,8 +424,12 @@ class LocalLLM(BaseLLM):
                             if text:
                                 n_chunks += 1
                                 put(text)
+                    except BaseException:
+                        cache.discard(key)
+                        raise
                     finally:
                         chunks.close()  # inside the lock: llama's generator still uses the context
+                    cache.end(loaded.llama, key)  # after close: the state holds what was evaluated
                     put(Usage(prompt_tokens, n_chunks, estimated=True))
             except BaseException as exc:
                 put(_Failure(exc))
