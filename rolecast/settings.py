@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class LLMSettings(BaseModel):
@@ -20,7 +20,7 @@ class LLMSettings(BaseModel):
     top_p: float | None = None
     seed: int | None = None
     timeout: float | None = None
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = Field(default_factory=dict)
 
     def merged(self, override: LLMSettings | dict[str, Any] | None) -> LLMSettings:
         """These settings with every non-None value of ``override`` applied on top."""
@@ -28,13 +28,14 @@ class LLMSettings(BaseModel):
             return self
         if isinstance(override, dict):
             override = LLMSettings(**override)
-        data = self.model_dump()
-        for key, value in override.model_dump(exclude_none=True).items():
-            if key == "extra":
-                data["extra"] = {**data["extra"], **value}
-            else:
-                data[key] = value
-        return LLMSettings(**data)
+        # both sides are validated already: copy with the updates, no second validation (a hot path)
+        updates: dict[str, Any] = {
+            name: value for name in type(self).model_fields
+            if name != "extra" and (value := getattr(override, name)) is not None
+        }
+        if override.extra:
+            updates["extra"] = {**self.extra, **override.extra}
+        return self.model_copy(update=updates) if updates else self
 
 
 __all__ = ["LLMSettings"]

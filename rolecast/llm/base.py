@@ -287,7 +287,8 @@ class BaseLLM(MetaGPTCalls, ABC):
 
     def _reserve(self, messages: Messages, max_tokens: int, request: dict[str, Any]) -> Reservation:
         """Reserve the call's worst case: an upper bound of its prompt (tools and schema too) plus ``max_tokens``."""
-        extra = json.dumps([request.get("tools"), request.get("schema")], default=str)
+        tools, schema = request.get("tools"), request.get("schema")
+        extra = json.dumps([tools, schema], default=str) if tools or schema else ""
         prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
         meter = current_meter()
         return meter.cost_manager.reserve(self.model, prompt, max_tokens, role=meter.role, free=self.free)
@@ -323,7 +324,14 @@ class BaseLLM(MetaGPTCalls, ABC):
         """``settings`` with a finite ``max_tokens`` (the provider's default when none is asked)."""
         if settings.max_tokens:
             return settings
-        return settings.merged({"max_tokens": default_max_tokens or self.default_max_tokens})
+        limit = default_max_tokens or self.default_max_tokens
+        if settings is self.settings:  # the common case, every call: made once
+            cached = self.__dict__.get("_effective_default")
+            if cached is None or cached[0] is not settings or cached[1] != limit:
+                cached = (settings, limit, settings.merged({"max_tokens": limit}))
+                self.__dict__["_effective_default"] = cached
+            return cached[2]
+        return settings.merged({"max_tokens": limit})
 
     async def _metered(
         self,
