@@ -121,7 +121,7 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:
-        key = self._key(message)
+        key = self._key(message) if self.ignore_id else message.id  # (inlined: every delivery comes here)
         if key in self._ids:
             return
         self._ids.add(key)
@@ -172,7 +172,9 @@ class Memory:
         return len(self.storage)
 
     def __contains__(self, message: object) -> bool:
-        return isinstance(message, Message) and self._key(message) in self._ids
+        if not isinstance(message, Message):
+            return False
+        return (self._key(message) if self.ignore_id else message.id) in self._ids
 
     def get(self, k: int = 0) -> list[Message]:
         """The last ``k`` messages, oldest first; ``k=0`` means all."""
