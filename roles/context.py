@@ -45,6 +45,15 @@ class MessageQueue:
         self._ignored = 0  # messages received that the role cannot react to (not kept)
         self._listener: Callable[[bool], None] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the listener is the environment of this process: a copy shipped elsewhere gets its own
+        state = dict(self.__dict__)
+        state["_listener"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def set_listener(self, listener: Callable[[bool], None] | None) -> None:
         """Call ``listener(True)`` when a push finds the inbox empty and after a requeue, and
         ``listener(False)`` for the first ignored message (None: nobody listens)."""

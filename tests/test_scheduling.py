@@ -127,3 +127,19 @@ async def test_a_role_hired_with_messages_in_its_inbox_is_run():
     assert not env.is_idle
     await env.run()
     assert role.get_memories()[-1].content == "heard waiting"
+
+
+def test_an_inbox_shipped_to_another_process_leaves_its_environment_behind():
+    import pickle
+
+    from environment import Environment
+    from memory import Message
+    from roles import Role
+
+    env = Environment()
+    role = Role(name="A")
+    env.add_role(role)
+    role.put_message(Message(content="hi", send_to={"A"}))
+    copy = pickle.loads(pickle.dumps(role.rc.msg_buffer))
+    assert [m.content for m in copy.pop_all()] == ["hi"]
+    assert copy._listener is None
