@@ -174,11 +174,13 @@ class LLMAPIError(LLMError):
 class OutputParseError(LLMError):
     """The model's answer does not have the format that was asked for.
 
-    ``raw`` keeps the full answer so that nothing is lost.
+    ``raw`` keeps the full answer so that nothing is lost; ``errors`` lists what was
+    wrong with each answer when several were tried.
     """
 
-    def __init__(self, message: str, *, raw: str = ""):
+    def __init__(self, message: str, *, raw: str = "", errors: list[str] | None = None):
         self.raw = raw
+        self.errors = list(errors or [])
         super().__init__(message)
 
 

@@ -25,6 +25,7 @@ from ..errors import InvalidChoice, OutputParseError, UsageError
 
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 class LLMSettings(BaseModel):
@@ -152,11 +153,16 @@ class BaseLLM(ABC):
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
     can constrain output to a JSON schema), ``grammar_constrained`` (it decodes under
     a grammar, so constrained output is guaranteed), ``supports_tools`` (native tool
-    calls), ``free`` (usage is counted but costs nothing, e.g. a local model).
+    calls), ``free`` (usage is counted but costs nothing, e.g. a local model),
+    ``supports_grammar`` (it takes a GBNF grammar: ``complete(..., grammar=...)``; its
+    ``_complete`` then accepts a ``grammar`` keyword — others never get one).
     """
 
     supports_json_schema: bool = False
     supports_tools: bool = False
+    #: decodes under a GBNF grammar given to complete/ask (a grammar given to a model
+    #: without it is ignored: callers parse strictly and re-ask, as for ``choose``)
+    supports_grammar: bool = False
     #: decodes under a grammar built from the schema: the output *always* matches it, so
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
@@ -222,17 +228,28 @@ class BaseLLM(ABC):
         settings: LLMSettings | dict[str, Any] | None = None,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
-        """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
+        """One metered call returning the full :class:`Completion` (text, usage, tool calls).
+
+        ``grammar`` (GBNF text, see :mod:`rolecast.llm.grammar`) constrains decoding on
+        providers with ``supports_grammar``; the others ignore it, so the caller still
+        parses the answer strictly.
+        """
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
+        if grammar is not None and structured is not None:
+            raise UsageError("give either a grammar or a structured-output schema, not both")
         self._check_budget(messages)
+        # only a provider that declares the capability gets the keyword
+        extra: dict[str, Any] = {"grammar": grammar} if grammar and self.supports_grammar else {}
         completion = await self._complete(
             messages,
             stop=list(stop) if stop else None,
             settings=self.settings.merged(settings),
             structured=structured,
             tools=tools,
+            **extra,
         )
         self._record(messages, completion.usage, completion.text)
         return completion
@@ -244,10 +261,49 @@ class BaseLLM(ABC):
         *,
         stop: Sequence[str] | None = None,
         settings: LLMSettings | dict[str, Any] | None = None,
+        grammar: str | None = None,
     ) -> str:
-        """Ask and return the answer's text."""
-        completion = await self.complete(to_messages(prompt, system_msgs), stop=stop, settings=settings)
+        """Ask and return the answer's text (``grammar``: see :meth:`complete`)."""
+        completion = await self.complete(
+            to_messages(prompt, system_msgs), stop=stop, settings=settings, grammar=grammar
+        )
         return completion.text
+
+    async def ask_valid(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        tries: int = 3,
+        fix: str = "That answer cannot be used: {error}\nAnswer again in the asked format.",
+        system_msgs: Sequence[str] | None = None,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+        grammar: str | None = None,
+    ) -> T:
+        """Ask, ``parse`` the answer, and on a parse error send it back with ``fix`` (``{error}``).
+
+        ``parse`` raises :class:`OutputParseError` or ``ValueError`` for an answer it
+        cannot use. After ``tries`` answers :class:`OutputParseError` carries the last
+        raw answer and every error (``errors``).
+        """
+        messages = to_messages(prompt, system_msgs)
+        errors: list[str] = []
+        raw = ""
+        for _ in range(max(1, tries)):
+            completion = await self.complete(messages, stop=stop, settings=settings, grammar=grammar)
+            raw = completion.text
+            try:
+                return parse(raw)
+            except (OutputParseError, ValidationError, ValueError) as exc:
+                errors.append(str(exc))
+                logger.debug("answer {} unusable: {}", len(errors), exc)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": raw},
+                    {"role": "user", "content": fix.format(error=exc)},
+                ]
+        raise OutputParseError(f"no usable answer in {len(errors)} tries: {errors[-1]}", raw=raw, errors=errors)
 
     async def stream(
         self,
