@@ -144,10 +144,14 @@ class Action(BaseModel):
         system_msgs: Sequence[str] | None = None,
         *,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> str:
-        """Ask this action's model, with ``prefix`` as the first system message."""
+        """Ask this action's model, with ``prefix`` as the first system message.
+
+        ``grammar`` (GBNF) constrains the answer on models that decode under one.
+        """
         systems = [self.prefix, *(system_msgs or [])] if self.prefix else list(system_msgs or [])
-        return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings)
+        return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings, grammar=grammar)
 
     async def run(self, *args: Any, **kwargs: Any) -> Any:
         """Default behaviour: ask the model about the given text or messages.

@@ -8,8 +8,9 @@ file can be named with ``LLMConfig.model_path`` (or a model name ending in ``.gg
   :class:`LocalLLM` instance (and so every role) shares it.
 * llama.cpp contexts are not re-entrant, so calls to one model are serialised with a
   lock, and they run in a worker thread so that the event loop is never blocked.
-* ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
-  ``structured`` under a grammar made from the JSON schema: both are valid by
+* ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``,
+  ``structured`` under a grammar made from the JSON schema, and ``complete``/``ask``
+  under the GBNF grammar they are given (compiled once per text): all are valid by
   construction, on the first try.
 """
 
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from ..errors import ConfigError, LLMAPIError
+from ..errors import ConfigError, LLMAPIError, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -110,7 +111,7 @@ class _Loaded:
 
 _MODELS: dict[str, _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
-_GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGrammar
+_GRAMMARS: dict[str, Any] = {}  # "choice:<n>", "schema:<json>" or "gbnf:<text>" → LlamaGrammar
 _GRAMMARS_LOCK = threading.Lock()
 
 
@@ -177,6 +178,7 @@ class LocalLLM(BaseLLM):
     free = True
     supports_json_schema = True
     grammar_constrained = True
+    supports_grammar = True
     supports_tools = False
 
     def __init__(
@@ -242,6 +244,24 @@ class LocalLLM(BaseLLM):
         text = json.dumps(schema, sort_keys=True)
         return self._grammar(f"schema:{text}", lambda: grammar_cls.from_json_schema(text, verbose=False))
 
+    def _text_grammar(self, text: str) -> Any:
+        llama_cpp = _llama_cpp()
+
+        def build() -> Any:
+            # llama.cpp aborts the whole process on a grammar it cannot parse when sampling:
+            # parse it once here, where a failure is only an error
+            loaded = self._loaded()
+            with loaded.lock:
+                sampler = llama_cpp.llama_sampler_init_grammar(
+                    loaded.llama._model.vocab, text.encode("utf-8"), b"root"
+                )
+            if not sampler:
+                raise UsageError(f"llama.cpp cannot parse the grammar:\n{text[:2000]}")
+            llama_cpp.llama_sampler_free(sampler)
+            return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+
+        return self._grammar(f"gbnf:{text}", build)
+
     @staticmethod
     def _kwargs(messages: Messages, stop: list[str] | None, settings: LLMSettings) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -287,9 +307,13 @@ class LocalLLM(BaseLLM):
         settings: LLMSettings,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         kwargs = self._kwargs(messages, stop, settings)
-        if structured is None:
+        if grammar is not None:
+            # the grammar bounds every free part already; a penalty would fight its punctuation
+            kwargs["grammar"] = await asyncio.to_thread(self._text_grammar, grammar)
+        elif structured is None:
             kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
         else:
             try:
