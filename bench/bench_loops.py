@@ -378,9 +378,13 @@ async def run(quick: bool = False, iterations: int | None = None, out: Path | No
     rows = summarize(runs)
     result = {"rows": rows, "runs": [asdict(r) for r in runs], "tasks": len(tasks), "max_iterations": limit}
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, ensure_ascii=False, indent=1))
+        write(out, result)
     return result
+
+
+def write(out: Path, result: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, ensure_ascii=False, indent=1))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ def _sequential(signature: tuple[tuple[str, tuple[str, ...]], ...], max_steps: i
     elements = []
     for i, (name, params) in enumerate(signature):
         attrs = " ".join(f'(" {p}=\\"" {value} "\\"")?' for p in params)
-        elements.append(builder.add(f"fn{i}", f'{literal("<function." + name)} {attrs} {outputs} "/>"'.replace("  ", " ")))
+        body = f'{literal("<function." + name)} {attrs} {outputs} "/>"'.replace("  ", " ")
+        elements.append(builder.add(f"fn{i}", body))
     comment = builder.add("comment", f'"    <!-- " {free_text(COMMENT_CHARS, excluded=chr(10) + "-<>")} " -->\\n"')
     step = builder.add("step", f'{comment}? "    " ({" | ".join(elements)}) "\\n"')
     if not elements:

@@ -53,7 +53,8 @@ def alternation(options: Iterable[str]) -> str:
 
 def char_class(excluded: str) -> str:
     """A class of every character but those in ``excluded`` (``[^...]``)."""
-    escaped = "".join("\\" + c if c in "]\\^-" else {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, c) for c in excluded)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    escaped = "".join("\\" + c if c in "]\\^-" else named.get(c, c) for c in excluded)
     return f"[^{escaped}]"
 
 
@@ -64,7 +65,7 @@ def free_text(max_chars: int, *, min_chars: int = 1, excluded: str = "\n") -> st
     thought or a value is cut off there, and the format goes on.
     """
     if max_chars < 1 or min_chars < 0 or min_chars > max_chars:
-        raise UsageError(f"free_text needs 0 <= min_chars <= max_chars and max_chars >= 1, got {min_chars}, {max_chars}")
+        raise UsageError(f"free_text needs 0 <= min_chars <= max_chars, 1 <= max_chars; got {min_chars}, {max_chars}")
     return f"{char_class(excluded)}{{{min_chars},{max_chars}}}"
 
 
