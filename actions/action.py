@@ -8,11 +8,16 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from memory import Memory, Message
+from rolecast.classes import class_path, loaded_subclass
 from rolecast.context import Context, current_context
 from rolecast.llm.base import BaseLLM, LLMSettings
+from rolecast.runlog import acting
+
+#: the key under which a dump records the class it came from
+CLASS_KEY = "class_path"
 
 # ids of action instances whose ``run`` is already inside a hook invocation, so that a
 # subclass calling ``super().run()`` is not hooked twice
@@ -26,8 +31,14 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
         active = _IN_RUN.get()
+        if id(self) in active:
+            return await run(self, *args, **kwargs)
+        with acting(self.name):  # model calls made inside are logged with this action's name
+            return await _invoke(self, active, args, kwargs)
+
+    async def _invoke(self: Action, active: frozenset[int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         hooks = self.context.hooks
-        if id(self) in active or not (hooks._invoking or hooks._invoked):
+        if not (hooks._invoking or hooks._invoked):
             return await run(self, *args, **kwargs)
         bound = signature.bind(self, *args, **kwargs)
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
@@ -76,10 +87,24 @@ class Action(BaseModel):
     _owner: Any = PrivateAttr(default=None)
 
     def __init__(self, llm: BaseLLM | None = None, **data: Any):
+        data.pop(CLASS_KEY, None)
         super().__init__(**data)
         self._llm = llm
         if not self.name:
             self.name = type(self).__name__
+
+    @model_serializer(mode="wrap")
+    def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the class path travels with the fields, so a saved action comes back as its own class
+        return {CLASS_KEY: class_path(self), **handler(self)}
+
+    @classmethod
+    def restore(cls, data: dict[str, Any] | Action) -> Action:
+        """An action from its dump, as the (already loaded) class the dump names."""
+        if isinstance(data, Action):
+            return data
+        target = loaded_subclass(cls, data[CLASS_KEY]) if CLASS_KEY in data else cls
+        return target(**{k: v for k, v in data.items() if k != CLASS_KEY})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -3,13 +3,19 @@
     rolecast info                 which provider and model a run would use, and why
     rolecast ask "a question"     one question to the configured model
     rolecast choose "prompt" 4    one state-selection answer (-1 … 3)
+    rolecast runs list            the runs in the run store
+    rolecast runs show RUN        a run's timeline: rounds, messages, model calls, failures
+    rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
+    rolecast runs export RUN      the run's events as JSON lines
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+from typing import Any
 
 from rolecast import enable_logging
 from rolecast.config import Config
@@ -23,8 +29,8 @@ def _info() -> int:
     cfg = config.llm
     print(f"provider       : {resolve_provider(cfg)}")
     print(f"model          : {cfg.model or '(provider default)'}")
-    print(f"base_url       : {cfg.base_url or '(provider default)'}")
-    print(f"api key        : {'set' if cfg.api_key else 'not set'}")
+    print(f"base_url       : {getattr(cfg, 'base_url', None) or '(provider default)'}")
+    print(f"api key        : {'set' if getattr(cfg, 'api_key', None) else 'not set'}")
     print(f"embedded model : {'installed' if local_model_available() else 'not installed'}")
     if config.services:
         print(f"services       : {', '.join(sorted(config.services))}")
@@ -48,6 +54,43 @@ async def _choose(prompt: str, n: int) -> int:
     return 0
 
 
+def _runs(args: argparse.Namespace) -> int:
+    from rolecast import inspect_runs
+    from rolecast.store import DEFAULT_STORE_PATH, SQLiteRunStore
+
+    path = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
+    if not os.path.exists(path):
+        print(f"rolecast: no run store at {path} (run a team first, or pass --store PATH)", file=sys.stderr)
+        return 2
+    store = SQLiteRunStore(path)
+    try:
+        if args.runs_command == "list":
+            print(inspect_runs.list_runs(store))
+        elif args.runs_command == "show":
+            print(inspect_runs.show_run(store, args.run_id))
+        elif args.runs_command == "graph":
+            print(inspect_runs.graph_run(store, args.run_id, args.format))
+        else:
+            for line in inspect_runs.export_run(store, args.run_id):
+                print(line)
+    finally:
+        store.close()
+    return 0
+
+
+def _runs_parser(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="inspect the runs in the run store")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    for name, text in (("list", "list the runs"), ("show", "a run's timeline"),
+                       ("graph", "the message flow of a run"), ("export", "a run's events as JSON lines")):
+        cmd = runs_sub.add_parser(name, help=text)
+        cmd.add_argument("--store", help="the run store (default: $ROLECAST_STORE or ./.rolecast/runs.db)")
+        if name != "list":
+            cmd.add_argument("run_id")
+        if name == "graph":
+            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -58,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does")
     choose.add_argument("prompt")
     choose.add_argument("n", type=int)
+    _runs_parser(sub)
     args = parser.parse_args(argv)
 
     enable_logging("DEBUG" if args.verbose else "INFO")
@@ -66,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             return _info()
         if args.command == "ask":
             return asyncio.run(_ask(args.prompt))
+        if args.command == "runs":
+            return _runs(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
         print(f"rolecast: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny, model_validator
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
@@ -34,7 +34,7 @@ class Environment(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     desc: str = ""
-    roles: dict[str, Role] = Field(default_factory=dict)
+    roles: dict[str, SerializeAsAny[Role]] = Field(default_factory=dict)  # subclasses dump their own fields
     history: Memory = Field(default_factory=Memory)
     context: Context = Field(default_factory=Context, exclude=True)
     on_error: Literal["stop", "continue"] = "stop"
@@ -52,6 +52,14 @@ class Environment(BaseModel):
 
     def set_run_log(self, run_log: RunLog | None) -> None:
         self._run_log = run_log
+
+    @model_validator(mode="after")
+    def _wire_roles(self) -> Environment:
+        """Roles that came in as data (a dump reloaded) join this environment like hired ones."""
+        for role in list(self.roles.values()):
+            role.set_env(self)
+            self.set_addresses(role, role.addresses)
+        return self
 
     # ---------------------------------------------------------------- roles
     def add_role(self, role: Role) -> None:

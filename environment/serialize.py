@@ -17,38 +17,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from actions import Action
 from actions.plan_and_act import Plan
 from memory import Memory, Message, any_to_str
+from rolecast.classes import loaded_subclass
 from rolecast.cost import CostManager, UsageTotals
 from rolecast.errors import UsageError
 from roles import Role
 
 FORMAT_VERSION = 1
 TEAM_FILE = "team.json"
-T = TypeVar("T", bound=BaseModel)
-
-
-def loaded_subclass(base: type[T], path: str) -> type[T]:
-    """The subclass of ``base`` (or ``base`` itself) whose class path is ``path``, among those loaded."""
-    stack: list[type[Any]] = [base]
-    seen: set[type[Any]] = set()
-    while stack:
-        cls = stack.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        if any_to_str(cls) == path:
-            return cls
-        stack.extend(cls.__subclasses__())
-    raise UsageError(
-        f"cannot restore {path!r}: no loaded subclass of {base.__name__} has that class path; "
-        "import the module that defines it before deserializing"
-    )
 
 
 # -------------------------------------------------------------------- saving
@@ -63,7 +43,7 @@ def dump_role(role: Role) -> dict[str, Any]:
         "fields": role.model_dump(mode="json", exclude={"rc"}),
         "actions": [dump_action(a) for a in role.actions],
         "memory": [m.model_dump(mode="json") for m in role.rc.memory.get()],
-        "inbox": [m.model_dump(mode="json") for m in list(role.rc.msg_buffer._queue)],
+        "inbox": role.rc.model_dump(mode="json", include={"msg_buffer"})["msg_buffer"],
         "state": role.rc.state,
         "watch": sorted(role.rc.watch),
         "react_mode": role.rc.react_mode.value,
@@ -129,6 +109,7 @@ def load_role(data: dict[str, Any]) -> Role:
     for m in data["inbox"]:
         role.put_message(Message.model_validate(m))
     role.rc.state = data["state"]
+    role.recovered = data["state"] >= 0  # saved mid-turn: _think resumes that state without asking
     if data.get("plan") is not None:
         role.planner.resume_from(Plan.model_validate(data["plan"]))
     return role
@@ -144,4 +125,4 @@ def load_costs(cm: CostManager, data: dict[str, Any]) -> None:
     cm.by_model = {k: totals(v) for k, v in data["by_model"].items()}
 
 
-__all__ = ["TEAM_FILE", "dump_role", "load_role", "loaded_subclass", "read_team", "write_team"]
+__all__ = ["TEAM_FILE", "dump_role", "load_role", "read_team", "write_team"]

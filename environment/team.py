@@ -64,6 +64,7 @@ class Team(BaseModel):
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
+    _logged_start: bool = PrivateAttr(default=False)
 
     env: Environment
     investment: float = 10.0
@@ -173,6 +174,7 @@ class Team(BaseModel):
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
         self.idea = idea
+        self._started(idea=idea)
         self.env.publish_message(
             Message(
                 content=idea,
@@ -197,9 +199,7 @@ class Team(BaseModel):
 
         Returns the environment's history (every message published, in order).
         """
-        log = self.run_log
-        if self._rounds == 0:
-            log.start(self._describe(n_round, idea))
+        log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
         reason = "n_round"
@@ -230,8 +230,20 @@ class Team(BaseModel):
                                    "calls": cm.total.calls}, force=True)
         return self.env.history.get()
 
+    def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
+        """The run log, with the run's start written (once)."""
+        log = self.run_log
+        if not self._logged_start:
+            self._logged_start = True
+            log.start(self._describe(n_round, idea))
+        return log
+
     def _save_on_failure(self, exc: Exception) -> None:
-        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where."""
+        """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
+
+        Beside the run store (a run with no store keeps nothing on disk)."""
+        if not isinstance(self.run_log.store, SQLiteRunStore):
+            return
         try:
             path = self.serialize()
         except Exception as save_error:  # never hide the run's own error behind the save's
@@ -243,7 +255,7 @@ class Team(BaseModel):
             exc.add_note(note)
         exc.checkpoint = path.parent  # type: ignore[attr-defined]
 
-    def _describe(self, n_round: int, idea: str) -> dict[str, Any]:
+    def _describe(self, n_round: int | None, idea: str) -> dict[str, Any]:
         roles = [
             {"name": r.name, "profile": r.profile, "class": f"{type(r).__module__}.{type(r).__qualname__}",
              "actions": [a.name for a in r.actions]}

@@ -4,8 +4,19 @@ Read only when a model is first needed (never at import). Sources, later wins:
 
 1. a YAML file: ``$ROLECAST_CONFIG``, else ``./rolecast.yaml``, else ``~/.rolecast/config.yaml``;
 2. environment variables: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ROLECAST_MODEL``,
-   ``ROLECAST_PROVIDER`` (``openai`` or ``local``), ``ROLECAST_MODEL_PATH`` (a GGUF file);
+   ``ROLECAST_PROVIDER`` (``openai``, ``local`` or a plugin's name), ``ROLECAST_MODEL_PATH``
+   (a GGUF file);
 3. values passed in code (``Config(llm=LLMConfig(...))``).
+
+A model's configuration is one member of a union discriminated by ``provider``, each
+with only its own fields and its call settings in ``settings``
+(:class:`~rolecast.llm.base.LLMSettings`): :class:`OpenAIConfig`, :class:`LocalConfig`,
+:class:`PluginConfig` (a provider a plugin registered), and :class:`AutoConfig` (no
+provider named: the embedded model, when installed). :func:`LLMConfig` builds the right
+one: an explicit ``provider`` wins, a ``.gguf`` model or ``model_path`` means local, a
+key, base URL or model name means OpenAI-compatible. ``temperature``, ``max_tokens``,
+``top_p`` and ``seed`` may be given beside the other fields; they go into ``settings``.
+A key no provider has, or one of another provider, is a :class:`ConfigError`.
 
 YAML shape::
 
@@ -14,6 +25,7 @@ YAML shape::
       model: gpt-4o-mini
       api_key: sk-...
       base_url: https://api.openai.com/v1
+      temperature: 0.2
     services:                   # more named models, chosen by Action(service="fast")
       fast: {provider: local}
 """
@@ -23,35 +35,140 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SecretStr,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from .errors import ConfigError
+from .settings import LLMSettings
+
+_SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
+BUILTIN_PROVIDERS = ("openai", "local")
 
 
-class LLMConfig(BaseModel):
-    """How to reach one model."""
-
+class _ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["openai", "local"] | None = None
     model: str | None = None
+    settings: LLMSettings = Field(default_factory=LLMSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _settings_shorthand(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and any(k in data for k in _SETTINGS_SHORTHAND):
+            data = dict(data)
+            settings = dict(data.get("settings") or {})
+            for key in _SETTINGS_SHORTHAND:
+                if key in data:
+                    settings[key] = data.pop(key)
+            data["settings"] = settings
+        return data
+
+
+class OpenAIConfig(_ProviderConfig):
+    """A model behind an OpenAI-compatible API (OpenAI, Azure, vLLM, Ollama, llama.cpp server …)."""
+
+    provider: Literal["openai"] = "openai"
     api_key: SecretStr | None = None
     base_url: str | None = None
     timeout: float = 60.0
     max_retries: int = 3
-    temperature: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    model_path: str | None = Field(default=None, description="GGUF file for the local provider")
-    n_ctx: int = 8192
-    n_threads: int | None = None
     structured_outputs: bool | None = Field(
         default=None,
-        description="whether the OpenAI-compatible server accepts response_format json_schema; "
-        "None = try it and fall back on an error",
+        description="whether the server accepts response_format json_schema; None = try it and fall back on an error",
     )
+    grammars: bool | None = Field(
+        default=None,
+        description="whether the server takes a GBNF grammar (llama.cpp's grammar, vLLM's guided_grammar); "
+        "None = send one and stop on a rejection",
+    )
+
+
+class LocalConfig(_ProviderConfig):
+    """A GGUF model run in-process by llama.cpp (by default the embedded SmolLM2-135M-Instruct)."""
+
+    provider: Literal["local"] = "local"
+    model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
+    n_ctx: int = 8192
+    n_threads: int | None = None
+
+
+class AutoConfig(_ProviderConfig):
+    """No provider named and nothing that implies one: the embedded model, when it is installed."""
+
+    provider: Literal["auto"] = "auto"
+
+
+class PluginConfig(_ProviderConfig):
+    """A provider registered by a plugin (:func:`rolecast.llm.register_provider`); its own
+    options are kept as extra fields and handed to its factory."""
+
+    model_config = ConfigDict(extra="allow")
+
+    provider: str
+
+    @model_validator(mode="after")
+    def _not_builtin(self) -> PluginConfig:
+        if self.provider in (*BUILTIN_PROVIDERS, "auto"):
+            raise ValueError(f"provider {self.provider!r} is built in")
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The plugin's own options (the fields not every provider has)."""
+        return dict(self.model_extra or {})
+
+
+def infer_provider(data: Any) -> str:
+    """Which member of the union a configuration means (the discriminator)."""
+    if isinstance(data, BaseModel):
+        return str(getattr(data, "provider", "auto")) if not isinstance(data, PluginConfig) else "plugin"
+    if not isinstance(data, Mapping):
+        return "auto"
+    provider = data.get("provider")
+    if provider:
+        return provider if provider in (*BUILTIN_PROVIDERS, "auto") else "plugin"
+    model = data.get("model") or ""
+    if data.get("model_path") or str(model).endswith(".gguf") or "n_ctx" in data or "n_threads" in data:
+        return "local"
+    if data.get("api_key") is not None or data.get("base_url") or model:
+        return "openai"
+    return "auto"
+
+
+ProviderConfig = Annotated[
+    Union[
+        Annotated[OpenAIConfig, Tag("openai")],
+        Annotated[LocalConfig, Tag("local")],
+        Annotated[AutoConfig, Tag("auto")],
+        Annotated[PluginConfig, Tag("plugin")],
+    ],
+    Discriminator(infer_provider),
+]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderConfig)
+
+
+def _explain(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or 'llm'}: {e['msg']}" for e in exc.errors())
+
+
+def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | PluginConfig:
+    """The configuration of one model, as the member of :data:`ProviderConfig` its fields mean."""
+    try:
+        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _ADAPTER.validate_python(fields)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid model configuration: {_explain(exc)}") from exc
+    return config
 
 
 class Config(BaseModel):
@@ -59,50 +176,84 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    llm: LLMConfig = Field(default_factory=LLMConfig)
-    services: dict[str, LLMConfig] = Field(default_factory=dict)
+    llm: ProviderConfig = Field(default_factory=AutoConfig)
+    services: dict[str, ProviderConfig] = Field(default_factory=dict)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Config:
-        import yaml  # only when a file is actually read
+        return cls.from_data(_read_yaml(Path(path)), source=str(path))
 
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
             return cls.model_validate(data)
-        except (yaml.YAMLError, ValidationError) as exc:
-            raise ConfigError(f"config file {p} is invalid: {exc}") from exc
+        except ValidationError as exc:
+            raise ConfigError(f"{source} is invalid: {exc}") from exc
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, use_files: bool = True) -> Config:
         """The configuration from the YAML file (if any) with environment variables on top."""
         env = os.environ if environ is None else environ
-        config = cls()
+        data: dict[str, Any] = {}
+        source = "configuration"
         if use_files:
-            explicit = env.get("ROLECAST_CONFIG")
-            if explicit:
-                config = cls.from_yaml(explicit)
-            else:
-                for candidate in (Path("rolecast.yaml"), Path.home() / ".rolecast" / "config.yaml"):
-                    if candidate.is_file():
-                        config = cls.from_yaml(candidate)
-                        break
-        overrides: dict[str, Any] = {}
-        if env.get("OPENAI_API_KEY"):
-            overrides["api_key"] = SecretStr(env["OPENAI_API_KEY"])
-        if env.get("OPENAI_BASE_URL"):
-            overrides["base_url"] = env["OPENAI_BASE_URL"]
-        if env.get("ROLECAST_MODEL"):
-            overrides["model"] = env["ROLECAST_MODEL"]
-        if env.get("ROLECAST_MODEL_PATH"):
-            overrides["model_path"] = env["ROLECAST_MODEL_PATH"]
-        if env.get("ROLECAST_PROVIDER"):
-            provider = env["ROLECAST_PROVIDER"].strip().lower()
-            if provider not in ("openai", "local"):
-                raise ConfigError(f"ROLECAST_PROVIDER must be 'openai' or 'local', not {provider!r}")
-            overrides["provider"] = provider
-        if overrides:
-            config = config.model_copy(update={"llm": config.llm.model_copy(update=overrides)})
-        return config
+            found = _config_file(env)
+            if found is not None:
+                data, source = _read_yaml(found), str(found)
+        llm = dict(data.get("llm") or {})
+        overrides = _env_overrides(env)
+        merged = {**llm, **overrides}
+        if infer_provider(merged) in ("local", "auto"):
+            # OPENAI_* variables describe another provider: they do not apply to this one
+            merged = {k: v for k, v in merged.items() if k not in ("api_key", "base_url") or k in llm}
+        return cls.from_data({**data, "llm": merged}, source=source)
+
+
+def _config_file(env: Mapping[str, str]) -> Path | None:
+    explicit = env.get("ROLECAST_CONFIG")
+    if explicit:
+        return Path(explicit)
+    for candidate in (Path("rolecast.yaml"), Path.home() / ".rolecast" / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # only when a file is actually read
+
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is invalid: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping, not {type(data).__name__}")
+    return data
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for variable, key in (("OPENAI_API_KEY", "api_key"), ("OPENAI_BASE_URL", "base_url"),
+                          ("ROLECAST_MODEL", "model"), ("ROLECAST_MODEL_PATH", "model_path")):
+        if env.get(variable):
+            overrides[key] = env[variable]
+    if env.get("ROLECAST_PROVIDER"):
+        provider = env["ROLECAST_PROVIDER"].strip().lower()
+        if not provider.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"ROLECAST_PROVIDER must name a provider such as 'openai' or 'local', not {provider!r}")
+        overrides["provider"] = provider
+    return overrides
+
+
+__all__ = [
+    "AutoConfig",
+    "Config",
+    "LLMConfig",
+    "LocalConfig",
+    "OpenAIConfig",
+    "PluginConfig",
+    "ProviderConfig",
+    "infer_provider",
+]

@@ -13,17 +13,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from .config import Config
 from .cost import CostManager
 from .hooks import Hooks
+from .llm import create_llm
+from .llm.base import BaseLLM
+from .metering import default_cost_manager, metered
 from .runlog import RunLog
-
-if TYPE_CHECKING:
-    from .config import Config
-    from .llm.base import BaseLLM
 
 
 class Context:
@@ -52,8 +51,6 @@ class Context:
     def config(self) -> Config:
         """The configuration, read from files and the environment on first use."""
         if self._config is None:
-            from .config import Config
-
             self._config = Config.from_env()
         return self._config
 
@@ -74,8 +71,6 @@ class Context:
             if name in self._services:
                 return self._services[name]
             if name in self.config.services:
-                from .llm import create_llm
-
                 with self._lock:
                     if name not in self._services:
                         self._services[name] = create_llm(self.config.services[name])
@@ -84,8 +79,6 @@ class Context:
                 self._warned_missing.add(name)
                 logger.warning("no LLM service named {!r}; using the default model", name)
         if self._default is None:
-            from .llm import create_llm
-
             with self._lock:
                 if self._default is None:
                     self._default = create_llm(self.config.llm)
@@ -97,7 +90,8 @@ class Context:
         scope = Scope(self, role)
         token = _SCOPE.set(scope)
         try:
-            yield scope
+            with metered(self.cost_manager, role, self.run_log):
+                yield scope
         finally:
             _SCOPE.reset(token)
 
@@ -119,7 +113,7 @@ def default_context() -> Context:
     if _DEFAULT is None:
         with _DEFAULT_LOCK:
             if _DEFAULT is None:
-                _DEFAULT = Context()
+                _DEFAULT = Context(cost_manager=default_cost_manager())
     return _DEFAULT
 
 

@@ -6,21 +6,27 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     RolecastError
     ├── UsageError                  the caller used the API wrongly
     │   ├── ConfigError             a model or setting is missing or invalid
+    │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   └── NestedEventLoopError    a sync helper was called inside a running loop
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── ActionFailed            an action (or a role's override) raised
     │   ├── PlanError               no valid plan after the allowed re-asks / re-plans
     │   ├── ToolError               a tool could not be found or called
+    │   │   └── TemplateError       a prompt template could not be rendered
     │   ├── SandboxError            the code sandbox could not run the code
+    │   ├── StoreError              the run store could not be written or read
+    │   ├── ReplayError             a resumed or replayed run met a call its log cannot answer
+    │   │   ├── ReplayMismatch      the run asked something else than the log recorded here
+    │   │   └── ReplayMissing       a replayed run asked something the log never recorded
     │   └── LLMError                the model could not give a usable answer
     │       ├── LLMConnectionError  the server could not be reached (after retries)
     │       ├── LLMTimeoutError     the server did not answer in time (after retries)
     │       ├── LLMRateLimitError   HTTP 429 (after retries)
     │       ├── LLMAPIError         any other error status from the server
-    │       ├── OutputParseError    the model's text does not have the asked format
-    │       │   └── InvalidChoice   a state-selection answer that is not a number in range
-    │       └── ScriptExhausted     a scripted test model was called more often than scripted
+    │       └── OutputParseError    the model's text does not have the asked format
+    │           ├── InvalidChoice   a state-selection answer that is not a number in range
+    │           └── PlanParseError  one answer could not be read as a plan (the planner re-asks)
     └── ControlFlow                 signals, not failures
         └── InvocationCancelled     a hook cancelled an action / tool / function call
 
@@ -45,6 +51,10 @@ class UsageError(RolecastError):
 
 class ConfigError(UsageError):
     """A model, key or setting the run needs is missing or invalid."""
+
+
+class ScriptExhausted(UsageError):
+    """A scripted test model was called more times than it has replies (a mistake in the test script)."""
 
 
 class NestedEventLoopError(UsageError):
@@ -174,12 +184,12 @@ class LLMAPIError(LLMError):
 class OutputParseError(LLMError):
     """The model's answer does not have the format that was asked for.
 
-    ``raw`` keeps the full answer so that nothing is lost; ``errors`` lists what was
-    wrong with each answer when several were tried.
+    ``raw`` keeps the full answer so that nothing is lost.
     """
 
     def __init__(self, message: str, *, raw: str = "", errors: list[str] | None = None):
         self.raw = raw
+        #: every attempt's error, when a re-ask loop gave up (the last one is the message's)
         self.errors = list(errors or [])
         super().__init__(message)
 
@@ -196,10 +206,6 @@ class InvalidChoice(OutputParseError):
 
 class PlanParseError(OutputParseError):
     """One answer of the model could not be read as a plan (the planner re-asks)."""
-
-
-class ScriptExhausted(LLMError):
-    """A scripted test model was called more times than it has replies."""
 
 
 # ---------------------------------------------------------------- control flow

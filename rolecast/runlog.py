@@ -27,7 +27,9 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +47,24 @@ from .store import (
 
 Mode = Literal["record", "resume", "replay"]
 Subscriber = Callable[[RunEvent], None]
+
+
+_ACTION: ContextVar[str] = ContextVar("rolecast_action", default="")
+
+
+def current_action() -> str:
+    """The name of the action running in this task ("" outside any action)."""
+    return _ACTION.get()
+
+
+@contextmanager
+def acting(name: str) -> Iterator[None]:
+    """Mark the running task as inside action ``name`` (model calls are logged with it)."""
+    token = _ACTION.set(name)
+    try:
+        yield
+    finally:
+        _ACTION.reset(token)
 
 
 def new_run_id() -> str:
@@ -205,4 +225,4 @@ class RunLog:
         return sum(len(v) for v in self._calls.values())
 
 
-__all__ = ["Mode", "RecordedCall", "RunLog", "fingerprint", "new_run_id"]
+__all__ = ["Mode", "RecordedCall", "RunLog", "acting", "current_action", "fingerprint", "new_run_id"]

@@ -112,7 +112,6 @@ CREATE TABLE IF NOT EXISTS events (
     data   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS events_kind ON events (run_id, kind, seq);
 """
 
 
@@ -133,7 +132,8 @@ class SQLiteRunStore:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            # isolation_level "DEFERRED": sqlite3 opens a transaction before the first INSERT itself
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level="DEFERRED", timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -157,15 +157,13 @@ class SQLiteRunStore:
         payload = json.dumps(event.data, ensure_ascii=False, default=str)
         with self._lock:
             try:
-                if not self._db.in_transaction:
-                    self._db.execute("BEGIN")
                 event.seq = self._next_seq(event.run_id)
                 self._db.execute(
                     "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
                 )
                 if event.kind in DURABLE_KINDS:
-                    self._db.execute("COMMIT")
+                    self._db.commit()
             except sqlite3.IntegrityError:
                 # another process appended to this run meanwhile: take the next free number
                 self._next.pop(event.run_id, None)
@@ -175,7 +173,7 @@ class SQLiteRunStore:
                     (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
                 )
                 if event.kind in DURABLE_KINDS:
-                    self._db.execute("COMMIT")
+                    self._db.commit()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
         return event
@@ -183,8 +181,7 @@ class SQLiteRunStore:
     def flush(self) -> None:
         """Commit what is written so far."""
         with self._lock:
-            if self._db.in_transaction:
-                self._db.execute("COMMIT")
+            self._db.commit()
 
     def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
         query = "SELECT run_id, seq, ts, kind, round, role, data FROM events WHERE run_id = ?"
@@ -195,8 +192,7 @@ class SQLiteRunStore:
             params += wanted
         with self._lock:
             try:
-                if self._db.in_transaction:
-                    self._db.execute("COMMIT")
+                self._db.commit()
                 rows = self._db.execute(query + " ORDER BY seq", params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
@@ -225,8 +221,7 @@ class SQLiteRunStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._db.in_transaction:
-                self._db.execute("COMMIT")
+            self._db.commit()
             self._db.close()
 
 

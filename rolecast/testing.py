@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .cost import estimate_tokens
-from .errors import ScriptExhausted
+from .errors import ScriptExhausted, UsageError
 from .llm.base import (
     BaseLLM,
     Completion,
@@ -31,6 +32,10 @@ from .llm.base import (
     messages_text,
     truncate_at_stop,
 )
+from .llm.recording import describe_request
+from .metering import current_meter
+from .runlog import RunLog, current_action
+from .store import RunStore, open_store
 
 Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
 
@@ -190,4 +195,52 @@ class FunctionLLM(_DoubleBase):
         return result
 
 
-__all__ = ["Call", "FunctionLLM", "ScriptedLLM"]
+
+
+class ReplayLLM(BaseLLM):
+    """A model that answers from a recorded run, and never from a model (cassettes for your tests).
+
+    ::
+
+        team = Team(llm=ReplayLLM.from_store(".rolecast/runs.db", run_id), store=None)
+        history = await team.run(n_round=5, idea="the same idea")
+
+    Each call is matched, per role, by a fingerprint of its request to the calls the
+    run recorded (concurrent roles may interleave differently). A call the run never
+    made raises :class:`~rolecast.errors.ReplayMissing`; a role asking something else
+    than it did at that point raises :class:`~rolecast.errors.ReplayMismatch`.
+    """
+
+    supports_json_schema = True
+    supports_tools = True
+
+    def __init__(self, log: RunLog, *, model: str = "replay"):
+        super().__init__(model)
+        self.free = True
+        self.log = log
+
+    @classmethod
+    def from_store(cls, store: str | os.PathLike[str] | RunStore, run_id: str) -> ReplayLLM:
+        """Replay run ``run_id`` of a store (a SQLite path or a RunStore)."""
+        opened = open_store(store)
+        assert opened is not None
+        log = RunLog(opened, run_id, mode="replay")
+        if log.is_new:
+            raise UsageError(f"the store {store} has no run {run_id!r}")
+        return cls(log)
+
+    async def _metered(
+        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
+    ) -> Completion:
+        fp, summary = describe_request(kind, messages, **request)
+        recorded = self.log.lookup(current_meter().role or "", current_action(), fp, summary)
+        assert recorded is not None  # replay mode raises instead of returning None
+        completion = Completion.from_json(recorded)
+        self._record(messages, completion.usage, completion.text)
+        return completion
+
+    async def _complete(self, messages: Messages, **kwargs: Any) -> Completion:  # pragma: no cover
+        raise UsageError("ReplayLLM answers only through the metered path")
+
+
+__all__ = ["Call", "FunctionLLM", "ReplayLLM", "ScriptedLLM"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
 from memory import Memory, Message
@@ -30,8 +32,19 @@ class MessageQueue:
     round is read at the next one, whichever role the scheduler happened to run first.
     """
 
-    def __init__(self) -> None:
-        self._queue: deque[Message] = deque()
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._queue: deque[Message] = deque(messages)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        # a field of this type validates from, and dumps to, the list of waiting messages
+        from_list = core_schema.no_info_after_validator_function(cls, handler.generate_schema(list[Message]))
+        return core_schema.union_schema(
+            [core_schema.is_instance_schema(cls), from_list],
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda queue: [m.model_dump(mode="json") for m in queue._queue]
+            ),
+        )
 
     def push(self, message: Message) -> None:
         self._queue.append(message)
@@ -58,7 +71,7 @@ class RoleContext(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     env: Any = Field(default=None, exclude=True)
-    msg_buffer: MessageQueue = Field(default_factory=MessageQueue, exclude=True)
+    msg_buffer: MessageQueue = Field(default_factory=MessageQueue)
     memory: Memory = Field(default_factory=Memory)
     state: int = -1
     todo: Action | None = Field(default=None, exclude=True)

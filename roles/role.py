@@ -25,12 +25,23 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from actions import Action, UserRequirement
+from actions.action import CLASS_KEY
 from actions.perform import perform
 from actions.plan_and_act import PlanRunner
 from memory import MESSAGE_ROUTE_TO_ALL, Message, any_to_str
+from rolecast.classes import class_path, loaded_subclass
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
 from rolecast.llm.base import BaseLLM
@@ -100,7 +111,24 @@ class Role(BaseModel):
     _context: Context | None = PrivateAttr(default=None)
     _planner: PlanRunner | None = PrivateAttr(default=None)
 
+    @model_serializer(mode="wrap")
+    def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a dump records the role's class and its actions, so it comes back as itself
+        return {CLASS_KEY: class_path(self), **handler(self),
+                "actions": [a.model_dump(mode="json") for a in self.actions]}
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_recorded_class(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(value, dict) and value.get(CLASS_KEY):
+            target = loaded_subclass(cls, value[CLASS_KEY])
+            if target is not cls:
+                return target.model_validate(value)
+        return handler(value)
+
     def __init__(self, llm: BaseLLM | None = None, **data: Any):
+        data.pop(CLASS_KEY, None)
+        rc = data.pop("rc", None)
         actions = data.pop("actions", None)
         watch = data.pop("watch", None)
         react_mode = data.pop("react_mode", None)
@@ -114,11 +142,23 @@ class Role(BaseModel):
         self.set_addresses({any_to_str(self), self.name, self.profile})
         self._watch(watch if watch is not None else [UserRequirement])
         if actions:
-            self.set_actions(actions)
+            self.set_actions([Action.restore(a) if isinstance(a, dict) else a for a in actions])
+        if rc is not None:
+            self._restore_context(rc)
         if react_mode is not None:
             self._set_react_mode(react_mode, max_react_loop if max_react_loop is not None else 1)
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
+
+    def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
+        """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
+        saved = rc if isinstance(rc, RoleContext) else RoleContext.model_validate(rc)
+        self.rc.memory = saved.memory
+        self.rc.state = saved.state
+        self.rc.watch = saved.watch
+        self.rc.react_mode = saved.react_mode
+        self.rc.max_react_loop = saved.max_react_loop
+        self.rc.msg_buffer = saved.msg_buffer
 
     # ----------------------------------------------------------------- wiring
     @property

@@ -8,6 +8,7 @@ from rolecast.config import Config, LLMConfig
 from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, ConfigError
+from rolecast.llm import create_llm
 
 
 def test_environment_variables_fill_the_config():
@@ -38,8 +39,11 @@ def test_a_missing_or_invalid_config_file_is_a_clear_error(tmp_path):
     bad.write_text("llm:\n  temprature: 2\n")
     with pytest.raises(ConfigError, match="invalid"):
         Config.from_env({"ROLECAST_CONFIG": str(bad)})
+    # any name may be a plugin's provider: an unknown one fails when the model is made, naming the known ones
+    with pytest.raises(ConfigError, match=r"no model provider named 'claude'; known: .*local.*openai"):
+        create_llm(Config.from_env({"ROLECAST_PROVIDER": "claude"}, use_files=False).llm)
     with pytest.raises(ConfigError, match="ROLECAST_PROVIDER"):
-        Config.from_env({"ROLECAST_PROVIDER": "claude"}, use_files=False)
+        Config.from_env({"ROLECAST_PROVIDER": "no such/thing"}, use_files=False)
 
 
 def test_config_is_read_only_when_a_model_is_first_needed(monkeypatch):

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import FakeOpenAIServer, Reply, completion_body, error_body, free_port
 
-from rolecast.config import LLMConfig
+from rolecast.config import Config, LLMConfig
 from rolecast.context import Context
 from rolecast.errors import (
     ConfigError,
@@ -335,7 +335,8 @@ def test_resolve_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     import rolecast.llm as llm_pkg
 
     monkeypatch.setattr(llm_pkg, "local_model_available", lambda: True)
-    assert resolve_provider(LLMConfig(provider="local", api_key="sk-x")) == "local"  # explicit wins
+    explicit = Config.from_env({"ROLECAST_PROVIDER": "local", "OPENAI_API_KEY": "sk-x"}, use_files=False)
+    assert resolve_provider(explicit.llm) == "local"  # explicit wins over a key in the environment
     assert resolve_provider(LLMConfig(provider="openai")) == "openai"
     assert resolve_provider(LLMConfig(api_key="sk-x")) == "openai"
     assert resolve_provider(LLMConfig()) == "local"

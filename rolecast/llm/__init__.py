@@ -1,16 +1,18 @@
 """The LLM seam: one interface (:class:`BaseLLM`) and the providers behind it.
 
-Providers are imported lazily: importing rolecast never imports ``openai`` or
+Providers come from a registry (:func:`register_provider`, or a plugin's entry point).
+Their SDKs are imported on first use: importing rolecast never imports ``openai`` or
 ``llama_cpp``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
+from ..config import AutoConfig, LocalConfig, ProviderConfig
 from ..errors import ConfigError
 from .base import (
     BaseLLM,
@@ -25,9 +27,7 @@ from .base import (
     to_messages,
     truncate_at_stop,
 )
-
-if TYPE_CHECKING:
-    from ..config import LLMConfig
+from .registry import create_provider, register_provider, registered_providers
 
 __all__ = [
     "BaseLLM",
@@ -41,6 +41,9 @@ __all__ = [
     "create_llm",
     "local_model_available",
     "parse_choice",
+    "register_provider",
+    "registered_providers",
+    "resolve_provider",
     "to_messages",
     "truncate_at_stop",
 ]
@@ -60,27 +63,19 @@ def local_model_available() -> bool:
     )
 
 
-def resolve_provider(cfg: LLMConfig) -> str:
-    """Which provider a config means: explicit > a GGUF model > an API key > the embedded model."""
-    if cfg.provider:
+def resolve_provider(cfg: ProviderConfig) -> str:
+    """Which provider a configuration means: the one it names, else the embedded model if installed."""
+    if cfg.provider != "auto":
         return cfg.provider
-    if cfg.model_path or (cfg.model and cfg.model.endswith(".gguf")):
-        return "local"
-    if cfg.api_key is not None or cfg.base_url or cfg.model:
-        return "openai"
     if local_model_available():
         logger.info("no API key configured: using the embedded local model (SmolLM2-135M-Instruct)")
         return "local"
     raise ConfigError(NO_MODEL_HELP)
 
 
-def create_llm(cfg: LLMConfig, **kwargs: Any) -> BaseLLM:
-    """Build the provider a config describes (see :func:`resolve_provider`)."""
+def create_llm(cfg: ProviderConfig, **kwargs: Any) -> BaseLLM:
+    """Build the model a configuration describes, through the provider registry."""
     provider = resolve_provider(cfg)
-    if provider == "openai":
-        from .openai import OpenAILLM
-
-        return OpenAILLM.from_config(cfg, **kwargs)
-    from .local import LocalLLM
-
-    return LocalLLM.from_config(cfg, **kwargs)
+    if isinstance(cfg, AutoConfig):
+        cfg = LocalConfig(model=cfg.model, settings=cfg.settings)
+    return create_provider(provider, cfg, **kwargs)

@@ -11,51 +11,32 @@ Messages are OpenAI chat dictionaries (``{"role": "user", "content": "..."}``).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..cost import estimate_tokens
 from ..errors import InvalidChoice, OutputParseError, UsageError
+from ..jsonutil import extract_json
+from ..metering import current_meter
+from ..runlog import current_action
+from ..settings import LLMSettings
+from .recording import describe_request
 
 Messages = list[dict[str, Any]]
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
-
-class LLMSettings(BaseModel):
-    """Execution settings for one call (Semantic Kernel's *execution settings*).
-
-    ``None`` means "the provider's default". ``extra`` is passed to the provider as is.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    temperature: float | None = None
-    max_tokens: int | None = None
-    top_p: float | None = None
-    seed: int | None = None
-    timeout: float | None = None
-    extra: dict[str, Any] = {}
-
-    def merged(self, override: LLMSettings | dict[str, Any] | None) -> LLMSettings:
-        """These settings with every non-None value of ``override`` applied on top."""
-        if override is None:
-            return self
-        if isinstance(override, dict):
-            override = LLMSettings(**override)
-        data = self.model_dump()
-        for key, value in override.model_dump(exclude_none=True).items():
-            if key == "extra":
-                data["extra"] = {**data["extra"], **value}
-            else:
-                data[key] = value
-        return LLMSettings(**data)
+#: what :meth:`BaseLLM.ask_valid` says to the model after an unusable answer
+DEFAULT_FIX = "That answer is invalid: {error}\nAnswer again with corrected JSON only."
 
 
 @dataclass
@@ -87,6 +68,31 @@ class Completion:
     model: str = ""
     finish_reason: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """This answer as the run log keeps it."""
+        return {
+            "text": self.text,
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+            "usage": {"prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens,
+                      "estimated": self.usage.estimated},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Completion:
+        """An answer read back from the run log."""
+        usage = data.get("usage") or {}
+        return cls(
+            text=str(data.get("text") or ""),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                        bool(usage.get("estimated"))),
+            model=str(data.get("model") or ""),
+            finish_reason=data.get("finish_reason"),
+            tool_calls=[ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"]))
+                        for c in data.get("tool_calls") or []],
+        )
 
 
 @dataclass
@@ -202,22 +208,49 @@ class BaseLLM(ABC):
 
     # ----------------------------------------------------------------- metering
     def _check_budget(self, messages: Messages) -> None:
-        from ..context import current_scope
+        meter = current_meter()
+        meter.cost_manager.check(self.model, estimate_tokens(messages_text(messages)), role=meter.role, free=self.free)
 
-        scope = current_scope()
-        scope.context.cost_manager.check(
-            self.model, estimate_tokens(messages_text(messages)), role=scope.role, free=self.free
-        )
-
-    def _record(self, messages: Messages, usage: Usage, text: str) -> None:
-        from ..context import current_scope
-
+    def _record(self, messages: Messages, usage: Usage, text: str) -> float:
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
-        scope = current_scope()
-        scope.context.cost_manager.record(
-            self.model, usage.prompt_tokens, usage.completion_tokens, role=scope.role, free=self.free
+        meter = current_meter()
+        return meter.cost_manager.record(
+            self.model, usage.prompt_tokens, usage.completion_tokens, role=meter.role, free=self.free
         )
+
+    async def _metered(
+        self, kind: str, messages: Messages, call: Callable[[], Awaitable[Completion]], **request: Any
+    ) -> Completion:
+        """Every model call goes through here: answered from the run log when the log holds it
+        (a resumed or replayed run: nothing reaches the model, nothing is paid twice), else
+        checked against the budget, made, metered, and logged before its answer is used."""
+        meter = current_meter()
+        log = meter.run_log
+        role, action = meter.role or "", current_action()
+        fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
+        if log is not None:
+            recorded = log.lookup(role, action, fp, summary)
+            if recorded is not None:
+                completion = Completion.from_json(recorded)
+                self._record(messages, completion.usage, completion.text)  # the run's totals span restarts
+                return completion
+        self._check_budget(messages)
+        started = time.monotonic()
+        try:
+            completion = await call()
+        except Exception as exc:
+            if log is not None:
+                log.record_call(role, {"action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                                       "error": f"{type(exc).__name__}: {exc}", "latency": time.monotonic() - started})
+            raise
+        cost = self._record(messages, completion.usage, completion.text)
+        if log is not None:
+            log.record_call(role, {
+                "action": action, "model": self.model, "fingerprint": fp, "request": summary,
+                "response": completion.to_json(), "cost": cost, "latency": time.monotonic() - started,
+            })
+        return completion
 
     # --------------------------------------------------------------- public API
     async def complete(
@@ -240,19 +273,16 @@ class BaseLLM(ABC):
             raise UsageError(f"{self!r} does not support native tool calls")
         if grammar is not None and structured is not None:
             raise UsageError("give either a grammar or a structured-output schema, not both")
-        self._check_budget(messages)
+        stops = list(stop) if stop else None
+        merged = self.settings.merged(settings)
         # only a provider that declares the capability gets the keyword
         extra: dict[str, Any] = {"grammar": grammar} if grammar and self.supports_grammar else {}
-        completion = await self._complete(
-            messages,
-            stop=list(stop) if stop else None,
-            settings=self.settings.merged(settings),
-            structured=structured,
-            tools=tools,
-            **extra,
+        return await self._metered(
+            "complete", messages,
+            lambda: self._complete(messages, stop=stops, settings=merged, structured=structured, tools=tools, **extra),
+            stop=stops, settings=merged.model_dump(exclude_none=True),
+            schema=structured.schema if structured else None, tools=tools, grammar=grammar,
         )
-        self._record(messages, completion.usage, completion.text)
-        return completion
 
     async def ask(
         self,
@@ -269,42 +299,6 @@ class BaseLLM(ABC):
         )
         return completion.text
 
-    async def ask_valid(
-        self,
-        prompt: str | Sequence[dict[str, Any]],
-        parse: Callable[[str], T],
-        *,
-        tries: int = 3,
-        fix: str = "That answer cannot be used: {error}\nAnswer again in the asked format.",
-        system_msgs: Sequence[str] | None = None,
-        stop: Sequence[str] | None = None,
-        settings: LLMSettings | dict[str, Any] | None = None,
-        grammar: str | None = None,
-    ) -> T:
-        """Ask, ``parse`` the answer, and on a parse error send it back with ``fix`` (``{error}``).
-
-        ``parse`` raises :class:`OutputParseError` or ``ValueError`` for an answer it
-        cannot use. After ``tries`` answers :class:`OutputParseError` carries the last
-        raw answer and every error (``errors``).
-        """
-        messages = to_messages(prompt, system_msgs)
-        errors: list[str] = []
-        raw = ""
-        for _ in range(max(1, tries)):
-            completion = await self.complete(messages, stop=stop, settings=settings, grammar=grammar)
-            raw = completion.text
-            try:
-                return parse(raw)
-            except (OutputParseError, ValidationError, ValueError) as exc:
-                errors.append(str(exc))
-                logger.debug("answer {} unusable: {}", len(errors), exc)
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {"role": "user", "content": fix.format(error=exc)},
-                ]
-        raise OutputParseError(f"no usable answer in {len(errors)} tries: {errors[-1]}", raw=raw, errors=errors)
-
     async def stream(
         self,
         prompt: str | Sequence[dict[str, Any]],
@@ -315,18 +309,37 @@ class BaseLLM(ABC):
     ) -> AsyncIterator[str]:
         """Yield the answer in chunks as the model writes it; usage is recorded at the end."""
         messages = to_messages(prompt, system_msgs)
-        self._check_budget(messages)
-        parts: list[str] = []
-        usage = Usage()
-        async for chunk in self._stream(
-            messages, stop=list(stop) if stop else None, settings=self.settings.merged(settings)
-        ):
-            if isinstance(chunk, Usage):
-                usage = chunk
-            elif chunk:
-                parts.append(chunk)
+        stops = list(stop) if stop else None
+        merged = self.settings.merged(settings)
+        chunks: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def call() -> Completion:
+            parts: list[str] = []
+            usage = Usage()
+            async for chunk in self._stream(messages, stop=stops, settings=merged):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+                elif chunk:
+                    parts.append(chunk)
+                    chunks.put_nowait(chunk)
+            return Completion(text="".join(parts), usage=usage, model=self.model)
+
+        # the same metered path as every call; chunks are passed on as they come
+        task = asyncio.ensure_future(self._metered(
+            "complete", messages, call, stop=stops, settings=merged.model_dump(exclude_none=True)
+        ))
+        task.add_done_callback(lambda _: chunks.put_nowait(None))
+        streamed = False
+        try:
+            while (chunk := await chunks.get()) is not None:
+                streamed = True
                 yield chunk
-        self._record(messages, usage, "".join(parts))
+            completion = await task
+        finally:
+            if not task.done():
+                task.cancel()
+        if not streamed and completion.text:
+            yield completion.text  # answered from the run log: the whole answer at once
 
     async def choose(
         self,
@@ -345,10 +358,56 @@ class BaseLLM(ABC):
         if n_options < 1:
             raise UsageError("choose() needs at least one option")
         messages = to_messages(prompt, system_msgs)
-        self._check_budget(messages)
-        completion = await self._choose_text(messages, n_options, self.settings.merged(settings))
-        self._record(messages, completion.usage, completion.text)
+        merged = self.settings.merged(settings)
+        completion = await self._metered(
+            "choose", messages, lambda: self._choose_text(messages, n_options, merged),
+            n_options=n_options, settings=merged.model_dump(exclude_none=True),
+        )
         return parse_choice(completion.text, n_options)
+
+    async def ask_valid(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        parse: Callable[[str], T],
+        system_msgs: Sequence[str] | None = None,
+        *,
+        tries: int = 3,
+        fix: str = DEFAULT_FIX,
+        stop: Sequence[str] | None = None,
+        settings: LLMSettings | dict[str, Any] | None = None,
+        structured: StructuredRequest | None = None,
+        grammar: str | None = None,
+    ) -> T:
+        """Ask until ``parse(answer)`` accepts an answer: the one ask → parse → fix → re-ask loop.
+
+        ``parse`` raises :class:`~rolecast.errors.OutputParseError`, a pydantic
+        ``ValidationError`` or a ``ValueError`` for an answer it cannot use; that answer
+        and ``fix.format(error=...)`` go back to the model, up to ``tries`` answers in
+        all. Then :class:`~rolecast.errors.OutputParseError` carries the last answer
+        (``raw``) and every attempt's error (``errors``). Each answer is a metered call;
+        ``grammar`` constrains each on models that take one (see :meth:`complete`).
+        """
+        if tries < 1:
+            raise UsageError("ask_valid() needs at least one try")
+        messages = to_messages(prompt, system_msgs)
+        errors: list[str] = []
+        raw = ""
+        for attempt in range(1, tries + 1):
+            completion = await self.complete(
+                messages, stop=stop, settings=settings, structured=structured, grammar=grammar
+            )
+            raw = completion.text
+            try:
+                return parse(raw)
+            except (OutputParseError, ValidationError, ValueError) as exc:
+                errors.append(str(exc))
+                logger.debug("{}: answer {} of {} unusable: {}", self, attempt, tries, exc)
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": raw},
+                    {"role": "user", "content": fix.format(error=exc)},
+                ]
+        raise OutputParseError(f"no usable answer after {tries} attempt(s): {errors[-1]}", raw=raw, errors=errors)
 
     async def structured(
         self,
@@ -364,11 +423,10 @@ class BaseLLM(ABC):
 
         The JSON schema goes to providers that can constrain decoding and into the
         prompt for all. A parse or validation error — including a ``ValueError`` from
-        ``validate`` — is sent back to the model, up to ``retries`` more times; then
-        :class:`~rolecast.errors.OutputParseError` carries the last raw answer.
+        ``validate`` — is sent back to the model (:meth:`ask_valid`), up to ``retries``
+        more times; then :class:`~rolecast.errors.OutputParseError` carries the last raw
+        answer and every error.
         """
-        import json
-
         schema = output_type.model_json_schema()
         messages = to_messages(prompt, system_msgs)
         note = "Answer with one JSON object that follows this JSON schema, and nothing else:\n" + json.dumps(
@@ -378,34 +436,24 @@ class BaseLLM(ABC):
             messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{note}"}
         else:
             messages.append({"role": "user", "content": note})
-        request = StructuredRequest(schema=schema, name=output_type.__name__)
-        raw = ""
-        error = ""
-        for attempt in range(retries + 1):
-            completion = await self.complete(messages, settings=settings, structured=request)
-            raw = completion.text
-            try:
-                value = output_type.model_validate(_load_object(raw))
-                if validate is not None:
-                    validate(value)
-                return value
-            except (OutputParseError, ValidationError, ValueError) as exc:
-                error = str(exc)
-                logger.debug("structured output attempt {} invalid: {}", attempt + 1, error)
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {
-                        "role": "user",
-                        "content": f"That answer is invalid: {error}\nAnswer again with corrected JSON only.",
-                    },
-                ]
-        raise OutputParseError(
-            f"no valid {output_type.__name__} after {retries + 1} attempts: {error}", raw=raw
-        )
+
+        def parse(raw: str) -> M:
+            value = output_type.model_validate(_load_object(raw))
+            if validate is not None:
+                validate(value)
+            return value
+
+        try:
+            return await self.ask_valid(
+                messages, parse, tries=retries + 1, settings=settings,
+                structured=StructuredRequest(schema=schema, name=output_type.__name__),
+            )
+        except OutputParseError as exc:
+            raise OutputParseError(
+                f"no valid {output_type.__name__} after {retries + 1} attempts: {exc.errors[-1]}",
+                raw=exc.raw, errors=exc.errors,
+            ) from exc
 
 
 def _load_object(text: str) -> Any:
-    from ..jsonutil import extract_json
-
     return extract_json(text, expect=dict)

