@@ -156,6 +156,8 @@ class ScriptedLLM(_DoubleBase):
             reply = reply(call.messages)
             if inspect.isawaitable(reply):
                 reply = await reply
+        if not isinstance(reply, (str, Completion)):
+            raise UsageError(f"a scripted reply must be text or a Completion, not {type(reply).__name__}")
         return reply
 
     def assert_complete(self) -> None:

@@ -252,7 +252,7 @@ async def test_a_failing_run_saves_a_checkpoint_first_and_says_where(tmp_path):
 def test_runs_commands_show_list_graph_and_export_the_debate(tmp_path, capsys):
     from support import run_example
 
-    from environment.cli import main
+    from rolecast.cli import main
 
     db = tmp_path / "debate.db"
     out = run_example("examples/debate.py", "--scripted", env={"ROLECAST_STORE": str(db)})

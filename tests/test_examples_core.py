@@ -35,5 +35,5 @@ def test_customized_agent_example_runs_the_code_in_the_sandbox():
 
 @pytest.mark.parametrize("command", [["info"]])
 def test_cli_info_names_the_provider(command):
-    out = run_example("-m", "environment.cli", *command)
+    out = run_example("-m", "rolecast.cli", *command)
     assert "provider" in out

@@ -28,7 +28,7 @@ from ..errors import InvalidChoice, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import current_meter
 from ..runlog import current_action
-from ..settings import LLMSettings
+from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .recording import describe_request
 
 Messages = list[dict[str, Any]]
@@ -407,7 +407,8 @@ class BaseLLM(ABC):
                     {"role": "assistant", "content": raw},
                     {"role": "user", "content": fix.format(error=exc)},
                 ]
-        raise OutputParseError(f"no usable answer after {tries} attempt(s): {errors[-1]}", raw=raw, errors=errors)
+        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        raise OutputParseError(f"no usable answer after {attempts}: {errors[-1]}", raw=raw, errors=errors)
 
     async def structured(
         self,

@@ -25,11 +25,12 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from ..errors import ConfigError, LLMAPIError, UsageError
+from ..config import LocalConfig
+from ..errors import ConfigError, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -40,9 +41,7 @@ from .base import (
     messages_text,
     truncate_at_stop,
 )
-
-if TYPE_CHECKING:
-    from ..config import LocalConfig
+from .exceptions import llama_errors, llama_load_errors
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -125,12 +124,10 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> _Loaded:
         Llama = _llama_cpp().Llama
 
         logger.info("loading local model {} (n_ctx={})", path, n_ctx)
-        try:
+        with llama_load_errors(path):
             # n_threads None = llama.cpp's default (half the cores): its threads spin while they
             # wait, so taking every core slows everything down when other work shares the machine
             llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ConfigError(f"could not load the GGUF model {path}: {exc}") from exc
         loaded = _Loaded(llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
@@ -203,7 +200,9 @@ class LocalLLM(BaseLLM):
 
     @classmethod
     def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
-        """Build from an :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        """Build from a :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        if not isinstance(cfg, LocalConfig):
+            raise ConfigError(f"the local provider needs a LocalConfig, not {type(cfg).__name__}")
         path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)
         params: dict[str, Any] = {
             "model_path": path,
@@ -280,12 +279,9 @@ class LocalLLM(BaseLLM):
     def _run(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """One blocking chat completion, serialised on the model's lock (call in a thread)."""
         loaded = self._loaded()
-        with loaded.lock:
+        with loaded.lock, llama_errors():
             _fresh(loaded.llama)
-            try:
-                return dict(loaded.llama.create_chat_completion(**kwargs))
-            except ValueError as exc:  # e.g. "Requested tokens exceed context window"
-                raise LLMAPIError(f"the local model rejected the request: {exc}") from exc
+            return dict(loaded.llama.create_chat_completion(**kwargs))
 
     async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
         response = await asyncio.to_thread(self._run, kwargs)
@@ -380,9 +376,8 @@ class LocalLLM(BaseLLM):
                 if item is done:
                     break
                 if isinstance(item, _Failure):
-                    if isinstance(item.exc, ValueError):
-                        raise LLMAPIError(f"the local model rejected the request: {item.exc}") from item.exc
-                    raise item.exc
+                    with llama_errors():
+                        raise item.exc
                 yield item
         finally:
             cancelled.set()  # stop the worker if the consumer stopped early

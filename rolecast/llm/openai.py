@@ -5,7 +5,12 @@ The SDK's own retries are off; transient failures (connection errors, timeouts, 
 429 and 5xx) are retried here with tenacity — exponential backoff with jitter — and
 then mapped to the rolecast error tree (:class:`~rolecast.errors.LLMConnectionError`,
 :class:`~rolecast.errors.LLMTimeoutError`, :class:`~rolecast.errors.LLMRateLimitError`,
-:class:`~rolecast.errors.LLMAPIError`), always chaining the SDK's exception.
+:class:`~rolecast.errors.LLMAPIError`) by :func:`rolecast.llm.exceptions.openai_errors`,
+always chaining the SDK's exception.
+
+An ``http_client`` (an ``httpx.AsyncClient`` of the HTTP library the SDK uses) may be
+given: the SDK then sends through it (proxies, custom transports, a mock transport in
+tests) and :meth:`OpenAILLM.aclose` leaves it open — it belongs to the caller.
 
 Servers differ in what they accept. Three optional request fields are learned per
 instance: ``response_format`` with a JSON schema (see ``OpenAIConfig.structured_outputs``;
@@ -22,18 +27,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from ..errors import (
-    ConfigError,
-    LLMAPIError,
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMTimeoutError,
-)
+from ..config import OpenAIConfig
+from ..errors import ConfigError, LLMAPIError
 from .base import (
     BaseLLM,
     Completion,
@@ -45,9 +44,7 @@ from .base import (
     choice_schema,
     truncate_at_stop,
 )
-
-if TYPE_CHECKING:
-    from ..config import OpenAIConfig
+from .exceptions import openai_errors
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
@@ -70,27 +67,6 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
     return False
-
-
-def _map_error(exc: Exception, attempts: int) -> LLMError:
-    """The rolecast error for an SDK exception (the caller chains it with ``from``)."""
-    import openai
-
-    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeoutError(f"the model server did not answer in time{tries}")
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMConnectionError(f"could not reach the model server{tries}: {exc}")
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code == 429:
-            return LLMRateLimitError(f"rate limited (HTTP 429){tries}: {exc.message}")
-        return LLMAPIError(
-            f"the model server answered HTTP {exc.status_code}: {exc.message}",
-            status_code=exc.status_code,
-            body=exc.body,
-        )
-    status = getattr(exc, "status_code", None)
-    return LLMAPIError(f"the model server's answer could not be used: {exc}", status_code=status)
 
 
 def _rejects_field(exc: LLMAPIError, field: str) -> bool:
@@ -140,6 +116,7 @@ class OpenAILLM(BaseLLM):
         retry_initial: float = 0.5,
         retry_max: float = 8.0,
         retry_jitter: float = 0.5,
+        http_client: Any = None,
         grammars: bool | None = None,
     ):
         super().__init__(model, settings)
@@ -160,6 +137,7 @@ class OpenAILLM(BaseLLM):
         self.supports_json_schema = structured_outputs is not False
         self._format_kind: str | None = None  # which response_format dialect the server took
         self._stream_usage: bool | None = None  # same three states as structured_outputs, for stream_options
+        self._http_client = http_client  # the caller's: used for every call, never closed here
         # same three states, for the grammar fields; False: a grammar given to complete() is ignored
         self.grammars = grammars
         self.supports_grammar = grammars is not False
@@ -169,6 +147,8 @@ class OpenAILLM(BaseLLM):
     @classmethod
     def from_config(cls, cfg: OpenAIConfig, **kwargs: Any) -> OpenAILLM:
         """Build from an :class:`~rolecast.config.OpenAIConfig`; ``kwargs`` override it."""
+        if not isinstance(cfg, OpenAIConfig):
+            raise ConfigError(f"the openai provider needs an OpenAIConfig, not {type(cfg).__name__}")
         params: dict[str, Any] = {
             "model": cfg.model or DEFAULT_MODEL,
             "api_key": cfg.api_key.get_secret_value() if cfg.api_key is not None else None,
@@ -184,23 +164,31 @@ class OpenAILLM(BaseLLM):
 
     # ------------------------------------------------------------------ plumbing
     def _get_client(self) -> Any:
-        """The SDK client for the running loop (a pooled connection must not cross loops)."""
-        loop = asyncio.get_running_loop()
+        """The SDK client: one over the caller's ``http_client``, else one per running loop.
+
+        A pooled connection must not cross event loops, so without a caller's client a
+        new SDK client is made when the loop changes.
+        """
+        loop = None if self._http_client is not None else asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             import openai
 
             self._client = openai.AsyncOpenAI(
-                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0,
+                http_client=self._http_client,
             )
             self._client_loop = loop
         return self._client
 
     async def aclose(self) -> None:
-        """Close the HTTP connections of this instance (optional; they are closed at exit too)."""
-        if self._client is not None:
+        """Close the HTTP connections this instance opened (optional; they are closed at exit too).
+
+        A caller's ``http_client`` is left open: its owner closes it.
+        """
+        if self._client is not None and self._http_client is None:
             await self._client.close()
-            self._client = None
-            self._client_loop = None
+        self._client = None
+        self._client_loop = None
 
     def _params(
         self,
@@ -259,13 +247,11 @@ class OpenAILLM(BaseLLM):
             ),
             reraise=True,
         )
-        try:
+        with openai_errors(attempts=lambda: attempts):
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
                     return await client.chat.completions.create(**params)
-        except openai.OpenAIError as exc:
-            raise _map_error(exc, attempts) from exc
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
 
     async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
@@ -387,20 +373,17 @@ class OpenAILLM(BaseLLM):
     async def _stream(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
-        import openai
-
         stream = await self._create_stream(self._params(messages, stop, settings))
         usage: Usage | None = None
         try:
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                for choice in chunk.choices or []:
-                    if choice.index == 0 and choice.delta is not None and choice.delta.content:
-                        yield choice.delta.content
-        except openai.OpenAIError as exc:
             # mid-stream failures are not retried: part of the answer is already out
-            raise _map_error(exc, 1) from exc
+            with openai_errors():
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = _usage(chunk.usage)
+                    for choice in chunk.choices or []:
+                        if choice.index == 0 and choice.delta is not None and choice.delta.content:
+                            yield choice.delta.content
         finally:
             await stream.close()
         if usage is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 from loguru import logger
 
@@ -68,8 +68,9 @@ def provider_factory(name: str) -> ProviderFactory:
             if not callable(loaded):
                 raise ConfigError(f"the provider plugin {name!r} ({point.value}) is not a factory")
             logger.info("provider {!r} from the plugin {}", name, point.value)
-            register_provider(name, loaded)
-            return loaded
+            factory = cast(ProviderFactory, loaded)
+            register_provider(name, factory)
+            return factory
     known = ", ".join(sorted({*_FACTORIES, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))}))
     raise ConfigError(f"no model provider named {name!r}; known: {known}")
 

@@ -17,29 +17,42 @@ import os
 import sys
 from typing import Any
 
-from rolecast import enable_logging
-from rolecast.config import Config
-from rolecast.errors import RolecastError
+from pydantic import SecretStr
+
+from . import enable_logging, inspect_runs
+from .config import Config
+from .context import default_context
+from .errors import RolecastError
+from .llm import local_model_available, resolve_provider
+from .store import DEFAULT_STORE_PATH, SQLiteRunStore
+
+
+def _row(label: str, value: object) -> None:
+    print(f"{label:<18} : {value}")
 
 
 def _info() -> int:
-    from rolecast.llm import local_model_available, resolve_provider
-
     config = Config.from_env()
     cfg = config.llm
-    print(f"provider       : {resolve_provider(cfg)}")
-    print(f"model          : {cfg.model or '(provider default)'}")
-    print(f"base_url       : {getattr(cfg, 'base_url', None) or '(provider default)'}")
-    print(f"api key        : {'set' if getattr(cfg, 'api_key', None) else 'not set'}")
-    print(f"embedded model : {'installed' if local_model_available() else 'not installed'}")
+    decided = " (decided: nothing configured)" if cfg.provider == "auto" else ""
+    _row("provider", resolve_provider(cfg) + decided)
+    _row("model", cfg.model or "(provider default)")
+    for name, value in cfg:
+        if name in ("provider", "model", "settings"):
+            continue
+        if isinstance(value, SecretStr):
+            value = "set"
+        _row(name, "(provider default)" if value is None else value)
+    settings = cfg.settings.model_dump(exclude_none=True, exclude_defaults=True)
+    if settings:
+        _row("settings", settings)
+    _row("embedded model", "installed" if local_model_available() else "not installed")
     if config.services:
-        print(f"services       : {', '.join(sorted(config.services))}")
+        _row("services", ", ".join(sorted(config.services)))
     return 0
 
 
 async def _ask(prompt: str) -> int:
-    from rolecast.context import default_context
-
     llm = default_context().llm()
     async for chunk in llm.stream(prompt):
         print(chunk, end="", flush=True)
@@ -48,16 +61,11 @@ async def _ask(prompt: str) -> int:
 
 
 async def _choose(prompt: str, n: int) -> int:
-    from rolecast.context import default_context
-
     print(await default_context().llm().choose(prompt, n))
     return 0
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from rolecast import inspect_runs
-    from rolecast.store import DEFAULT_STORE_PATH, SQLiteRunStore
-
     path = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
     if not os.path.exists(path):
         print(f"rolecast: no run store at {path} (run a team first, or pass --store PATH)", file=sys.stderr)

@@ -1,0 +1,106 @@
+"""The one place where provider libraries' exceptions become rolecast's.
+
+In the style of httpx's ``map_exceptions``: a mapping from foreign exception types to
+functions making the rolecast error, applied around a block with one ``with``. The
+most specific mapped type wins (the first of the exception's MRO found in the
+mapping), the new error always chains the original as ``__cause__``, and exceptions
+not in the mapping pass through untouched::
+
+    with openai_errors(attempts=lambda: attempts):
+        response = await client.chat.completions.create(...)
+
+The SDKs are imported only when their mapping is first used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from ..errors import (
+    ConfigError,
+    LLMAPIError,
+    LLMConnectionError,
+    LLMRateLimitError,
+    LLMTimeoutError,
+    RolecastError,
+)
+
+__all__ = [
+    "ExceptionMapping",
+    "llama_errors",
+    "llama_load_errors",
+    "map_exceptions",
+    "openai_errors",
+    "openai_mapping",
+]
+
+ExceptionMapping = Mapping[type[BaseException], Callable[[Any], RolecastError]]
+
+
+@contextmanager
+def map_exceptions(mapping: ExceptionMapping) -> Iterator[None]:
+    """Raise ``mapping[type](exc) from exc`` for an exception of a mapped type leaving the block."""
+    try:
+        yield
+    except Exception as exc:
+        make = next((mapping[cls] for cls in type(exc).__mro__ if cls in mapping), None)
+        if make is None:
+            raise
+        raise make(exc) from exc
+
+
+def _attempts_text(n: int) -> str:
+    return f" after {n} attempt{'s' if n != 1 else ''}"
+
+
+def openai_mapping(attempts: Callable[[], int] = lambda: 1) -> ExceptionMapping:
+    """OpenAI SDK exceptions → rolecast errors; ``attempts()`` is read when one is raised."""
+    import openai
+
+    def status_error(exc: Any) -> RolecastError:
+        if exc.status_code == 429:
+            return LLMRateLimitError(f"rate limited (HTTP 429){_attempts_text(attempts())}: {exc.message}")
+        return LLMAPIError(
+            f"the model server answered HTTP {exc.status_code}: {exc.message}",
+            status_code=exc.status_code,
+            body=exc.body,
+        )
+
+    return {
+        openai.APITimeoutError: lambda exc: LLMTimeoutError(
+            f"the model server did not answer in time{_attempts_text(attempts())}"
+        ),
+        openai.APIConnectionError: lambda exc: LLMConnectionError(
+            f"could not reach the model server{_attempts_text(attempts())}: {exc}"
+        ),
+        openai.APIStatusError: status_error,
+        # anything else the SDK raises: an answer that could not be used
+        openai.OpenAIError: lambda exc: LLMAPIError(
+            f"the model server's answer could not be used: {exc}", status_code=getattr(exc, "status_code", None)
+        ),
+    }
+
+
+def openai_errors(attempts: Callable[[], int] = lambda: 1) -> AbstractContextManager[None]:
+    """``with openai_errors(...):`` maps the OpenAI SDK's exceptions (see :func:`openai_mapping`)."""
+    return map_exceptions(openai_mapping(attempts))
+
+
+def llama_errors() -> AbstractContextManager[None]:
+    """``with llama_errors():`` maps llama.cpp's refusals of a request.
+
+    llama-cpp-python raises ``ValueError`` for a request it cannot serve, e.g.
+    "Requested tokens exceed context window".
+    """
+    return map_exceptions({ValueError: lambda exc: LLMAPIError(f"the local model rejected the request: {exc}")})
+
+
+def llama_load_errors(path: str) -> AbstractContextManager[None]:
+    """``with llama_load_errors(path):`` maps a GGUF file llama.cpp cannot load to a ConfigError."""
+
+    def cannot_load(exc: Any) -> RolecastError:
+        return ConfigError(f"could not load the GGUF model {path}: {exc}")
+
+    return map_exceptions({ValueError: cannot_load, RuntimeError: cannot_load, OSError: cannot_load})
