@@ -405,3 +405,14 @@ async def test_a_request_error_unrelated_to_the_grammar_is_not_learned(server: F
     with pytest.raises(LLMAPIError):
         await llm.ask("ok?", grammar=GRAMMAR)
     assert llm.grammars is None and llm.supports_grammar
+
+
+async def test_grammars_can_be_turned_off_in_the_config(server: FakeOpenAIServer) -> None:
+    from rolecast.config import OpenAIConfig
+
+    server.handler = lambda _r: Reply(text="maybe")
+    llm = OpenAILLM.from_config(OpenAIConfig(base_url=server.url, grammars=False, max_retries=0))
+    _OPEN.append(llm)
+    assert not llm.supports_grammar
+    assert await llm.ask("ok?", grammar=GRAMMAR) == "maybe"
+    assert "grammar" not in chat_requests(server)[0]
