@@ -309,10 +309,14 @@ class Action(BaseModel):
         system_msgs: Sequence[str] | None = None,
         *,
         stop: Sequence[str] | None = None,
+        grammar: str | None = None,
     ) -> str:
-        """Ask this action's model, with ``prefix`` as the first system message."""
+        """Ask this action's model, with ``prefix`` as the first system message.
+
+        ``grammar`` (GBNF) constrains the answer on models that decode under one.
+        """
         systems = [self.prefix, *(system_msgs or [])] if self.prefix else list(system_msgs or [])
-        return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings)
+        return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings, grammar=grammar)
 
     async def _run_action_node(self, *args: Any, **kwargs: Any) -> ActionNode:
         """Fill :attr:`node` from the history given (newest first, as MetaGPT numbers it)."""

@@ -87,6 +87,11 @@ class OpenAIConfig(_ProviderConfig):
         default=None,
         description="whether the server accepts response_format json_schema; None = try it and fall back on an error",
     )
+    grammars: bool | None = Field(
+        default=None,
+        description="whether the server takes a GBNF grammar (llama.cpp's grammar, vLLM's guided_grammar); "
+        "None = send one and stop on a rejection",
+    )
 
 
 class LocalConfig(_ProviderConfig):

@@ -67,6 +67,7 @@ class Call:
     tools: list[dict[str, Any]] | None = None
     kind: str = "complete"
     extra: dict[str, Any] = field(default_factory=dict)
+    grammar: str | None = None
 
     @property
     def prompt(self) -> str:
@@ -80,6 +81,8 @@ class _DoubleBase(BaseLLM):
     supports_embeddings = True
     #: dimensions of the deterministic embeddings
     embed_dim: int = 256
+    # takes a grammar and records it (``call.grammar``); the scripted replies are not checked against it
+    supports_grammar = True
 
     def __init__(self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None):
         super().__init__(model, settings)
@@ -138,8 +141,9 @@ class _DoubleBase(BaseLLM):
         settings: LLMSettings,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
-        return await self._answer(messages, stop, settings, structured, tools)
+        return await self._answer(messages, stop, settings, structured, tools, grammar=grammar)
 
     async def _answer(
         self,
@@ -149,9 +153,10 @@ class _DoubleBase(BaseLLM):
         structured: StructuredRequest | None,
         tools: list[dict[str, Any]] | None,
         kind: str = "complete",
+        grammar: str | None = None,
         **extra: Any,
     ) -> Completion:
-        call = Call([dict(m) for m in messages], stop, settings, structured, tools, kind, extra)
+        call = Call([dict(m) for m in messages], stop, settings, structured, tools, kind, extra, grammar)
         with self._lock:
             self.calls.append(call)
         if self.delay:

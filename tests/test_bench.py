@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -42,3 +44,22 @@ def test_memory_benchmark_quick():
     assert rows["word hashing 512-d (fallback)"]["recall_at_5"] <= 0.3
     for row in results["index"]:
         assert row["query_ms"] < 500  # 1,000 records: milliseconds, even on a loaded machine
+
+
+@pytest.mark.integration
+def test_loops_benchmark_quick(tmp_path: Path) -> None:
+    """bench/bench_loops.py --quick on the embedded model: under a grammar every step parses."""
+    import asyncio
+    import json
+
+    import bench_loops
+
+    result = asyncio.run(bench_loops.run(quick=True, out=tmp_path / "loops.json"))
+    print(bench_loops.report(result["rows"]))
+    rows = {(r["loop"], r["mode"]): r for r in result["rows"]}
+    assert len(rows) == 6 and result["tasks"] == 1
+    for loop in ("react", "stepwise", "sequential"):
+        constrained = rows[(loop, "grammar")]
+        assert constrained["parsed"] == 1.0, constrained
+        assert constrained["valid_args"] in (None, 1.0), constrained
+    assert json.loads((tmp_path / "loops.json").read_text())["rows"] == result["rows"]

@@ -370,3 +370,51 @@ def test_importing_the_providers_imports_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ grammars
+GRAMMAR = 'root ::= "yes" | "no"\n'
+
+
+async def test_a_grammar_goes_to_both_servers_fields_and_is_kept_when_accepted(server: FakeOpenAIServer) -> None:
+    server.handler = lambda _r: Reply(text="yes")
+    llm = make_llm(server.url)
+    assert llm.supports_grammar and llm.grammars is None
+    assert await llm.ask("ok?", grammar=GRAMMAR) == "yes"
+    assert await llm.ask("plain") == "yes"
+    first, plain = chat_requests(server)
+    assert first["grammar"] == first["guided_grammar"] == GRAMMAR  # llama.cpp's and vLLM's fields
+    assert "grammar" not in plain and llm.grammars is True
+
+
+async def test_a_rejected_grammar_is_learned_and_not_sent_again(server: FakeOpenAIServer) -> None:
+    def handler(request: dict[str, Any]) -> Reply:
+        if "grammar" in request:
+            return Reply(status=400, body=error_body("Unrecognized request argument supplied: grammar"))
+        return Reply(text="maybe")
+
+    server.handler = handler
+    llm = make_llm(server.url)
+    assert await llm.ask("ok?", grammar=GRAMMAR) == "maybe"  # asked again without it: strict parsing decides
+    assert llm.grammars is False and llm.supports_grammar is False
+    assert await llm.ask("ok?", grammar=GRAMMAR) == "maybe"
+    assert ["grammar" in r for r in chat_requests(server)] == [True, False, False]
+
+
+async def test_a_request_error_unrelated_to_the_grammar_is_not_learned(server: FakeOpenAIServer) -> None:
+    server.handler = lambda _r: Reply(status=400, body=error_body("context length exceeded"))
+    llm = make_llm(server.url)
+    with pytest.raises(LLMAPIError):
+        await llm.ask("ok?", grammar=GRAMMAR)
+    assert llm.grammars is None and llm.supports_grammar
+
+
+async def test_grammars_can_be_turned_off_in_the_config(server: FakeOpenAIServer) -> None:
+    from rolecast.config import OpenAIConfig
+
+    server.handler = lambda _r: Reply(text="maybe")
+    llm = OpenAILLM.from_config(OpenAIConfig(base_url=server.url, grammars=False, max_retries=0))
+    _OPEN.append(llm)
+    assert not llm.supports_grammar
+    assert await llm.ask("ok?", grammar=GRAMMAR) == "maybe"
+    assert "grammar" not in chat_requests(server)[0]

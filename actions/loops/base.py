@@ -176,6 +176,11 @@ class ToolLoopAction(Action):
     text (a callable); ``False`` raises :class:`OutputParseError`. Tool failures, an
     unknown tool name included, become observations the same way
     (``handle_tool_errors``). Each step goes to the owning role's memory.
+
+    ``constrain_format``: on a model that decodes under a grammar (``supports_grammar``)
+    each answer is asked under the loop's format grammar — a registered tool and
+    arguments valid for its schema, or a final answer, every free part bounded — so it
+    always parses (``None``, the default); ``False`` never sends one.
     """
 
     #: the loop's name: its events are ``<style>.started`` …
@@ -189,6 +194,7 @@ class ToolLoopAction(Action):
     handle_tool_errors: ErrorHandler = True
     max_observation_chars: int | None = 8000
     record_steps: bool = True
+    constrain_format: bool | None = None
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -390,7 +396,17 @@ class ToolLoopAction(Action):
     def _observed(self, run: LoopRun, planned: Planned, observation: str) -> None:
         """Update the variant's transcript after a step (the ReAct scratchpad is built from ``run.steps``)."""
 
+    def _grammar(self, run: LoopRun, *, final_only: bool = False) -> str | None:
+        """The format grammar for the next answer, or None (unconstrained or not supported)."""
+        if self.constrain_format is False or not self.llm.supports_grammar:
+            return None
+        return self.format_grammar(run.registry, final_only=final_only)
+
     # ------------------------------------------------------------ variants
+    def format_grammar(self, registry: FunctionRegistry, *, final_only: bool = False) -> str | None:
+        """The GBNF grammar of this loop's answer format over ``registry`` (None: not constrained)."""
+        return None
+
     async def _plan(self, run: LoopRun) -> Turn:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -26,6 +26,7 @@ from ..tools import (
     render_langchain,
     render_qwen,
 )
+from ..tools.grammar import react_grammar
 from .base import (
     EXCEPTION_TOOL,
     GENERATE_FINAL_SUFFIX,
@@ -199,9 +200,15 @@ class ReActAction(ToolLoopAction):
         prompt = template.format_map(values)
         return prompt if "{agent_scratchpad}" in template else prompt + scratchpad
 
+    def format_grammar(self, registry: FunctionRegistry, *, final_only: bool = False) -> str | None:
+        """``Thought:`` then ``Action:``/``Action Input:`` of a registered tool, or ``Final Answer:``."""
+        if self.template is not None:
+            return None  # a custom prompt may ask for another format
+        return react_grammar(registry, final_only=final_only)
+
     async def _plan(self, run: LoopRun) -> Turn:
         prompt = self.build_prompt(run.question, run.registry, self.scratchpad(run.steps))
-        text = await self._aask(prompt, stop=self.stop)
+        text = await self._aask(prompt, stop=self.stop, grammar=self._grammar(run))
         logger.debug("{}: model wrote {!r}", self.name, text)
         return self.turn_from_text(run, text)
 
@@ -240,7 +247,11 @@ class ReActAction(ToolLoopAction):
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
         scratchpad = self.scratchpad(run.steps) + GENERATE_FINAL_SUFFIX
-        text = await self._aask(self.build_prompt(run.question, run.registry, scratchpad), stop=self.stop)
+        text = await self._aask(
+            self.build_prompt(run.question, run.registry, scratchpad),
+            stop=self.stop,
+            grammar=self._grammar(run, final_only=True),
+        )
         try:
             parsed = self.output_parser.parse(text)
         except OutputParseError:

@@ -27,6 +27,7 @@ from rolecast.jsonutil import balanced_spans, extract_json, loads_lenient
 from rolecast.llm.base import truncate_at_stop
 
 from ..tools import FunctionRegistry, KernelFunction, fit_arguments, render_stepwise_manual
+from ..tools.grammar import stepwise_grammar
 from .base import (
     AgentAction,
     AgentFinish,
@@ -243,11 +244,18 @@ class StepwiseAction(ToolLoopAction):
         steps: list[StepwiseStep] = run.data.setdefault("stepwise_steps", [])
         return steps
 
+    def format_grammar(self, registry: FunctionRegistry, *, final_only: bool = False) -> str | None:
+        """``[THOUGHT]`` then an ``[ACTION]`` of a registered function with its variables, or ``[FINAL ANSWER]``."""
+        if self.template != STEPWISE_PROMPT:
+            return None  # a custom prompt may ask for another format
+        return stepwise_grammar(registry, final_only=final_only)
+
     async def _plan(self, run: LoopRun) -> Turn:
         steps = self._steps(run)
         prompt = self.build_prompt(run.question, run.registry, self.scratch_pad(steps))
+        answer = await self._aask(prompt, stop=self.stop, grammar=self._grammar(run))
         # cut at the stop words here too, in case a server ignored them
-        text = truncate_at_stop(await self._aask(prompt, stop=self.stop), self.stop).strip()
+        text = truncate_at_stop(answer, self.stop).strip()
         logger.debug("{}: model wrote {!r}", self.name, text)
         step = parse_stepwise(text)
         if step.final_answer:
@@ -298,7 +306,10 @@ class StepwiseAction(ToolLoopAction):
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
         pad = self.scratch_pad(self._steps(run)) + "\n[FINAL ANSWER]\n"
-        text = await self._aask(self.build_prompt(run.question, run.registry, pad), stop=self.stop)
+        grammar = self._grammar(run, final_only=True)
+        text = await self._aask(self.build_prompt(run.question, run.registry, pad), stop=self.stop, grammar=grammar)
+        if text.startswith("[FINAL ANSWER]"):  # the grammar writes the marker again
+            text = text[len("[FINAL ANSWER]") :]
         step = parse_stepwise("[FINAL ANSWER]" + text)
         return AgentFinish(output=step.final_answer or text.strip(), log=text)
 

@@ -229,12 +229,17 @@ class BaseLLM(MetaGPTCalls, ABC):
     can constrain output to a JSON schema), ``grammar_constrained`` (it decodes under
     a grammar, so constrained output is guaranteed), ``supports_tools`` (native tool
     calls), ``supports_embeddings`` (:meth:`embed` works), ``free`` (usage is counted but
-    costs nothing, e.g. a local model).
+    costs nothing, e.g. a local model),
+    ``supports_grammar`` (it takes a GBNF grammar: ``complete(..., grammar=...)``; its
+    ``_complete`` then accepts a ``grammar`` keyword — others never get one).
     """
 
     supports_json_schema: bool = False
     supports_tools: bool = False
     supports_embeddings: bool = False
+    #: decodes under a GBNF grammar given to complete/ask (a grammar given to a model
+    #: without it is ignored: callers parse strictly and re-ask, as for ``choose``)
+    supports_grammar: bool = False
     #: decodes under a grammar built from the schema: the output *always* matches it, so
     #: callers may ask with tighter schemas than a prompt-following model could honour
     grammar_constrained: bool = False
@@ -438,21 +443,31 @@ class BaseLLM(MetaGPTCalls, ABC):
         settings: LLMSettings | dict[str, Any] | None = None,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
-        """One metered call returning the full :class:`Completion` (text, usage, tool calls)."""
+        """One metered call returning the full :class:`Completion` (text, usage, tool calls).
+
+        ``grammar`` (GBNF text, see :mod:`rolecast.llm.grammar`) constrains decoding on
+        providers with ``supports_grammar``; the others ignore it, so the caller still
+        parses the answer strictly.
+        """
         if tools and not self.supports_tools:
             raise UsageError(f"{self!r} does not support native tool calls")
+        if grammar is not None and structured is not None:
+            raise UsageError("give either a grammar or a structured-output schema, not both")
         # a reader watches the tokens (the live console): stream a plain-text call, same answer
-        sink = _token_sink() if structured is None and not tools and self._streams else None
+        sink = _token_sink() if structured is None and grammar is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings.merged(settings)
         effective = self._effective(merged)
+        # only a provider that declares the capability gets the keyword
+        extra: dict[str, Any] = {"grammar": grammar} if grammar and self.supports_grammar else {}
         return await self._metered(
             "complete", messages,
             lambda: self._complete_streaming(messages, stops, effective, sink) if sink is not None
-            else self._complete(messages, stop=stops, settings=effective, structured=structured, tools=tools),
+            else self._complete(messages, stop=stops, settings=effective, structured=structured, tools=tools, **extra),
             max_tokens=effective.max_tokens, stop=stops, settings=merged,
-            schema=structured.schema if structured else None, tools=tools,
+            schema=structured.schema if structured else None, tools=tools, grammar=grammar,
         )
 
     async def ask(
@@ -462,9 +477,12 @@ class BaseLLM(MetaGPTCalls, ABC):
         *,
         stop: Sequence[str] | None = None,
         settings: LLMSettings | dict[str, Any] | None = None,
+        grammar: str | None = None,
     ) -> str:
-        """Ask and return the answer's text."""
-        completion = await self.complete(to_messages(prompt, system_msgs), stop=stop, settings=settings)
+        """Ask and return the answer's text (``grammar``: see :meth:`complete`)."""
+        completion = await self.complete(
+            to_messages(prompt, system_msgs), stop=stop, settings=settings, grammar=grammar
+        )
         return completion.text
 
     async def stream(
@@ -553,6 +571,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         stop: Sequence[str] | None = None,
         settings: LLMSettings | dict[str, Any] | None = None,
         structured: StructuredRequest | None = None,
+        grammar: str | None = None,
     ) -> T:
         """Ask until ``parse(answer)`` accepts an answer: the one ask → parse → fix → re-ask loop.
 
@@ -560,7 +579,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         ``ValidationError`` or a ``ValueError`` for an answer it cannot use; that answer
         and ``fix.format(error=...)`` go back to the model, up to ``tries`` answers in
         all. Then :class:`~rolecast.errors.OutputParseError` carries the last answer
-        (``raw``) and every attempt's error (``errors``). Each answer is a metered call.
+        (``raw``) and every attempt's error (``errors``). Each answer is a metered call;
+        ``grammar`` constrains each on models that take one (see :meth:`complete`).
         """
         if tries < 1:
             raise UsageError("ask_valid() needs at least one try")
@@ -568,7 +588,9 @@ class BaseLLM(MetaGPTCalls, ABC):
         errors: list[str] = []
         raw = ""
         for attempt in range(1, tries + 1):
-            completion = await self.complete(messages, stop=stop, settings=settings, structured=structured)
+            completion = await self.complete(
+                messages, stop=stop, settings=settings, structured=structured, grammar=grammar
+            )
             raw = completion.text
             try:
                 return parse(raw)

@@ -13,8 +13,9 @@ file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.
   since its previous one, and its answer never depends on another role's calls.
 * Free text stops when the model starts looping (:mod:`~rolecast.llm.repetition`): the
   answer keeps one copy of the repeated span and ends with ``finish_reason="repetition"``.
-* ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``, and
-  ``structured`` under a grammar made from the JSON schema: both are valid by
+* ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``,
+  ``structured`` under a grammar made from the JSON schema, and ``complete``/``ask``
+  under the GBNF grammar they are given (compiled once per text): all are valid by
   construction, on the first try.
 """
 
@@ -35,7 +36,7 @@ from typing import Any
 from loguru import logger
 
 from ..config import LocalConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -127,7 +128,7 @@ class _Loaded:
 
 _MODELS: dict[str, _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
-_GRAMMARS: dict[str, Any] = {}  # "choice:<n>" or "schema:<json>" → LlamaGrammar
+_GRAMMARS: dict[str, Any] = {}  # "choice:<n>", "schema:<json>" or "gbnf:<text>" → LlamaGrammar
 _GRAMMARS_LOCK = threading.Lock()
 
 
@@ -208,6 +209,7 @@ class LocalLLM(BaseLLM):
     grammar_constrained = True
     default_max_tokens = DEFAULT_MAX_TOKENS
     choice_max_tokens = CHOICE_MAX_TOKENS
+    supports_grammar = True
     supports_tools = False
     supports_embeddings = True
 
@@ -286,6 +288,24 @@ class LocalLLM(BaseLLM):
         text = json.dumps(schema, sort_keys=True)
         return self._grammar(f"schema:{text}", lambda: grammar_cls.from_json_schema(text, verbose=False))
 
+    def _text_grammar(self, text: str) -> Any:
+        llama_cpp = _llama_cpp()
+
+        def build() -> Any:
+            # llama.cpp aborts the whole process on a grammar it cannot parse when sampling:
+            # parse it once here, where a failure is only an error
+            loaded = self._loaded()
+            with loaded.lock:
+                sampler = llama_cpp.llama_sampler_init_grammar(
+                    loaded.llama._model.vocab, text.encode("utf-8"), b"root"
+                )
+            if not sampler:
+                raise UsageError(f"llama.cpp cannot parse the grammar:\n{text[:2000]}")
+            llama_cpp.llama_sampler_free(sampler)
+            return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+
+        return self._grammar(f"gbnf:{text}", build)
+
     @staticmethod
     def _kwargs(messages: Messages, stop: list[str] | None, settings: LLMSettings) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -354,10 +374,14 @@ class LocalLLM(BaseLLM):
         settings: LLMSettings,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         kwargs = self._kwargs(messages, stop, settings)
         stopper: RepetitionStop | None = None
-        if structured is None:
+        if grammar is not None:
+            # the grammar bounds every free part already; a penalty would fight its punctuation
+            kwargs["grammar"] = await asyncio.to_thread(self._text_grammar, grammar)
+        elif structured is None:
             kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
             if "logits_processor" not in kwargs:  # settings.extra may bring the caller's own
                 stopper = await self._repetition_stop()

@@ -12,12 +12,14 @@ An ``http_client`` (an ``httpx.AsyncClient`` of the HTTP library the SDK uses) m
 given: the SDK then sends through it (proxies, custom transports, a mock transport in
 tests) and :meth:`OpenAILLM.aclose` leaves it open — it belongs to the caller.
 
-Servers differ in what they accept. Two optional request fields are learned per
+Servers differ in what they accept. Three optional request fields are learned per
 instance: ``response_format`` with a JSON schema (see ``OpenAIConfig.structured_outputs``;
 OpenAI's ``json_schema`` dialect first, then llama-cpp-python's ``json_object`` +
-``schema``) and ``stream_options`` (usage in the last stream chunk). When a server
-rejects one of them (HTTP 400/422, or an error naming the field), the request is sent
-again without it and, if that works, the field is not sent again by this instance.
+``schema``), ``stream_options`` (usage in the last stream chunk) and a GBNF grammar
+(``grammar=`` on ``complete``/``ask``: sent as llama.cpp's ``grammar`` and vLLM's
+``guided_grammar`` together — each server reads its own and ignores the other's). When a
+server rejects one of them (HTTP 400/422, or an error naming the field), the request is
+sent again without it and, if that works, the field is not sent again by this instance.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ _REJECTS_FIELD = (400, 422)
 # response_format dialects, best first: OpenAI's (also vLLM, Ollama, llama.cpp's llama-server),
 # then llama-cpp-python's server, which takes {"type": "json_object", "schema": ...} only.
 _FORMAT_KINDS = ("json_schema", "json_object")
+# where servers take a GBNF grammar: llama.cpp's server (C++ and llama-cpp-python), vLLM
+_GRAMMAR_FIELDS = ("grammar", "guided_grammar")
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -135,6 +139,7 @@ class OpenAILLM(BaseLLM):
         retry_jitter: float = 0.5,
         retry_after_max: float = 30.0,
         http_client: Any = None,
+        grammars: bool | None = None,
     ):
         super().__init__(model, settings)
         if api_key is None and not base_url:
@@ -156,6 +161,9 @@ class OpenAILLM(BaseLLM):
         self._format_kind: str | None = None  # which response_format dialect the server took
         self._stream_usage: bool | None = None  # same three states as structured_outputs, for stream_options
         self._http_client = http_client  # the caller's: used for every call, never closed here
+        # same three states, for the grammar fields; False: a grammar given to complete() is ignored
+        self.grammars = grammars
+        self.supports_grammar = grammars is not False
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -171,6 +179,7 @@ class OpenAILLM(BaseLLM):
             "timeout": cfg.timeout,
             "max_retries": cfg.max_retries,
             "structured_outputs": cfg.structured_outputs,
+            "grammars": cfg.grammars,
             "settings": cfg.settings,
         }
         params.update(kwargs)
@@ -328,6 +337,27 @@ class OpenAILLM(BaseLLM):
         self.supports_json_schema = False
         return response
 
+    async def _create_grammar(self, params: dict[str, Any], grammar: str) -> Any:
+        """Send ``params`` with ``grammar`` in the fields servers read it from, learning whether they may."""
+        if self.grammars is False:
+            return await self._create(params)
+        extra = {**params.get("extra_body", {}), **{name: grammar for name in _GRAMMAR_FIELDS}}
+        learning = self.grammars is None
+        try:
+            response = await self._create({**params, "extra_body": extra}, probe="grammar" if learning else None)
+        except LLMAPIError as exc:
+            if not learning or not _rejects_field(exc, "grammar"):
+                raise
+            logger.info("{}: the server rejected a grammar ({}); asking without one", self, exc)
+            response = await self._create(params)
+            # only now: the grammar, not the request, was the problem
+            self.grammars = False
+            self.supports_grammar = False
+            return response
+        if learning:
+            self.grammars = True
+        return response
+
     async def _create_stream(self, params: dict[str, Any]) -> Any:
         """Open a stream, asking for usage in its last chunk unless the server is known to refuse."""
         params = {**params, "stream": True}
@@ -376,12 +406,15 @@ class OpenAILLM(BaseLLM):
         settings: LLMSettings,
         structured: StructuredRequest | None = None,
         tools: list[dict[str, Any]] | None = None,
+        grammar: str | None = None,
     ) -> Completion:
         params = self._params(messages, stop, settings, tools)
-        if structured is None:
-            response = await self._create(params)
-        else:
+        if structured is not None:
             response = await self._create_structured(params, structured)
+        elif grammar is not None:
+            response = await self._create_grammar(params, grammar)
+        else:
+            response = await self._create(params)
         return self._completion(response, stop)
 
     async def _stream(

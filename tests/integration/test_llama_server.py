@@ -112,3 +112,27 @@ async def test_structured_output(llm: OpenAILLM) -> None:
     pet = await llm.structured(prompt, Pet, retries=0, settings={"temperature": 0.0, "seed": 1})
     assert isinstance(pet, Pet)
     assert llm.structured_outputs is True  # learned: llama-cpp-python's json_object + schema dialect
+
+
+async def test_a_grammar_is_honoured_by_the_server(llm: OpenAILLM) -> None:
+    """llama.cpp's server reads the `grammar` field (and ignores vLLM's `guided_grammar`)."""
+    grammar = 'root ::= "Answer: " ("blue" | "green") "."\n'
+    with Context().scope("Gail"):
+        answers = {await llm.ask(q, settings=GREEDY, grammar=grammar) for q in ("Colour of the sky?", "Hi!")}
+    assert answers <= {"Answer: blue.", "Answer: green."}
+    assert llm.grammars is True and llm.supports_grammar
+
+
+async def test_a_react_step_over_the_server_parses(llm: OpenAILLM) -> None:
+    from actions import ReActAction
+    from actions.tools import tool
+
+    @tool
+    def lookup(country: str) -> str:
+        """A country's capital."""
+        return "Paris"
+
+    agent = ReActAction(tools=[lookup], llm=llm, max_iterations=1, settings={"temperature": 0.0, "max_tokens": 96})
+    with Context().scope("Hal"):
+        result = await agent.run("What is the capital of France?")
+    assert result.stopped_reason == "finished" or [a.tool for a, _ in result.intermediate_steps] == ["lookup"]

@@ -34,6 +34,7 @@ from loguru import logger
 from rolecast.errors import OutputParseError, PlanError, PlanParseError
 
 from ...tools import FunctionRegistry, render_sk_manual
+from ...tools.grammar import sequential_plan_grammar
 from ..prompt_function import PromptTemplate
 from .base import FunctionPlan, Planner, PlanStep
 from .prompts import SEQUENTIAL_FIX, SEQUENTIAL_PLANNER_PROMPT, SEQUENTIAL_STOP
@@ -253,7 +254,10 @@ class SequentialPlanner(Planner):
 
     ``allow_missing_functions`` keeps steps that name unknown functions; ``prompt``
     replaces the planner's prompt (it receives ``{{$available_functions}}`` and
-    ``{{$input}}``, the goal).
+    ``{{$input}}``, the goal). On a model that decodes under a grammar the plan is asked
+    under :func:`~actions.tools.grammar.sequential_plan_grammar` — only registered
+    functions, their declared parameters, bounded values — unless ``constrain_format``
+    is False (or ``allow_missing_functions`` is set, or the prompt is your own).
     """
 
     name = "sequential"
@@ -264,11 +268,21 @@ class SequentialPlanner(Planner):
         *,
         allow_missing_functions: bool = False,
         prompt: str = SEQUENTIAL_PLANNER_PROMPT,
+        constrain_format: bool | None = None,
         **kwargs: Any,
     ):
         super().__init__(target, **kwargs)
         self.allow_missing_functions = allow_missing_functions
         self.prompt = prompt
+        self.constrain_format = constrain_format
+
+    def format_grammar(self, registry: FunctionRegistry) -> str | None:
+        """The plan's grammar over ``registry``, or None where the answer is not constrained."""
+        if self.constrain_format is False or not self.llm.supports_grammar:
+            return None
+        if self.allow_missing_functions or self.prompt != SEQUENTIAL_PLANNER_PROMPT:
+            return None  # unknown functions are wanted, or your prompt asks for its own format
+        return sequential_plan_grammar(registry.functions())
 
     async def render_prompt(self, goal: str) -> str:
         """The prompt the model gets: the function manual, the rules, the goal."""
@@ -288,7 +302,7 @@ class SequentialPlanner(Planner):
             try:
                 return await self.llm.ask_valid(
                     prompt, parse, tries=self.max_tries, fix=SEQUENTIAL_FIX, stop=[SEQUENTIAL_STOP],
-                    settings=self.settings,
+                    settings=self.settings, grammar=self.format_grammar(registry),
                 )
             except OutputParseError as exc:
                 raise PlanError(
