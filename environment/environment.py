@@ -13,10 +13,10 @@ from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
 from rolecast.runlog import RunLog
-from rolecast.store import ROUND_FINISHED, ROUND_STARTED, TURN_FAILED, TURN_FINISHED, TURN_STARTED
+from rolecast.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
 
-from .runtime import Runtime
+from .runtime import Runtime, logged_turn
 
 
 class _BusState:
@@ -233,7 +233,7 @@ class Environment(BaseModel):
                 log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
             self.bus.outbox = []
             try:
-                turns = (self._turn(role, log) for role in active) if log is not None else (r.run() for r in active)
+                turns = (logged_turn(role, log) for role in active) if log is not None else (r.run() for r in active)
                 results = await asyncio.gather(*turns, return_exceptions=True)
             finally:
                 outbox, self.bus.outbox = self.bus.outbox or [], None
@@ -257,18 +257,6 @@ class Environment(BaseModel):
                 log.emit(ROUND_FINISHED, {"messages": len(outcome.messages)})
             active = [self.roles[name] for name in outcome.active]
             self._handle_failures(active, [outcome.failures.get(name) for name in outcome.active])
-
-    @staticmethod
-    async def _turn(role: Role, log: RunLog) -> Message | None:
-        """One role's turn, logged: started, then finished (with its message) or failed."""
-        log.emit(TURN_STARTED, role=role.name)
-        try:
-            rsp = await role.run()
-        except BaseException as exc:
-            log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
-            raise
-        log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
-        return rsp
 
     def _handle_failures(self, active: list[Role], results: list[Any]) -> None:
         failed = [(role, r) for role, r in zip(active, results, strict=True) if isinstance(r, BaseException)]

@@ -33,8 +33,10 @@ from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreEr
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
 from rolecast.metering import current_meter
 from rolecast.runlog import RunLog
-from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED, RunEvent, RunStore, SQLiteRunStore
+from rolecast.store import RunEvent, RunStore, SQLiteRunStore
 from roles import Role
+
+from .runtime import logged_turn
 
 
 @dataclass
@@ -265,14 +267,7 @@ class RoleWorker:
         log = self.log
         if log is None:
             return await role.run()
-        log.emit(TURN_STARTED, role=role.name)
-        try:
-            rsp = await role.run()
-        except BaseException as exc:
-            log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
-            raise
-        log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
-        return rsp
+        return await logged_turn(role, log)
 
     async def _round(self, round_no: int, deliveries: list[tuple[list[str], Message]]) -> dict[str, Any]:
         roles = self.bus.roles

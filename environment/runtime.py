@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memory import MESSAGE_ROUTE_TO_ALL, Message
+from rolecast.runlog import RunLog
+from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED
 
 if TYPE_CHECKING:
     from roles import Role
@@ -93,4 +95,18 @@ class Router:
         return [name for name in found if name != message.sent_from]
 
 
-__all__ = ["RoundOutcome", "Router", "Runtime"]
+
+
+async def logged_turn(role: Role, log: RunLog) -> Message | None:
+    """One role's turn, logged: started, then finished (with its message) or failed (every runtime)."""
+    log.emit(TURN_STARTED, role=role.name)
+    try:
+        rsp = await role.run()
+    except BaseException as exc:
+        log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
+        raise
+    log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
+    return rsp
+
+
+__all__ = ["RoundOutcome", "Router", "Runtime", "logged_turn"]

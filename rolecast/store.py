@@ -236,17 +236,7 @@ class SQLiteRunStore:
         """
         with self._lock:
             rows = self._db.execute(query).fetchall()
-        infos = []
-        for run_id, started, count, messages, calls, last_round in rows:
-            first = next(self.events(run_id, [RUN_STARTED]), None)
-            stops = list(self.events(run_id, [RUN_STOPPED]))
-            infos.append(RunInfo(
-                run_id, started, count, messages or 0, calls or 0, last_round or 0,
-                stops[-1].data.get("reason") if stops else None,
-                team=first.data.get("team", "") if first else "",
-                idea=first.data.get("idea", "") if first else "",
-            ))
-        return infos
+        return run_infos(self, rows)
 
     def close(self) -> None:
         with self._lock:
@@ -292,6 +282,22 @@ class MemoryRunStore:
         pass
 
 
+def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
+    """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
+    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
+    infos = []
+    for run_id, started, count, messages, calls, last_round in rows:
+        first = next(store.events(run_id, [RUN_STARTED]), None)
+        stops = list(store.events(run_id, [RUN_STOPPED]))
+        infos.append(RunInfo(
+            run_id, started, count, messages or 0, calls or 0, last_round or 0,
+            stops[-1].data.get("reason") if stops else None,
+            team=first.data.get("team", "") if first else "",
+            idea=first.data.get("idea", "") if first else "",
+        ))
+    return infos
+
+
 def default_store() -> RunStore | None:
     """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, or ``none``/``off``
     for no log), else ``./.rolecast/runs.db``."""
@@ -320,4 +326,5 @@ __all__ = [
     "SQLiteRunStore",
     "default_store",
     "open_store",
+    "run_infos",
 ]

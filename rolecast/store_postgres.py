@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import ConfigError, StoreError
-from .store import LLM_CALL, MESSAGE, RUN_STARTED, RUN_STOPPED, RunEvent, RunInfo
+from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, run_infos
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (
@@ -120,17 +120,7 @@ class PostgresRunStore:
                 FROM rolecast_events GROUP BY run_id ORDER BY MIN(ts) DESC""",
             [],
         )
-        infos = []
-        for run_id, started, count, messages, calls, last_round in rows:
-            first = next(self.events(run_id, [RUN_STARTED]), None)
-            stops = list(self.events(run_id, [RUN_STOPPED]))
-            infos.append(RunInfo(
-                run_id, started, count, messages or 0, calls or 0, last_round or 0,
-                stops[-1].data.get("reason") if stops else None,
-                team=first.data.get("team", "") if first else "",
-                idea=first.data.get("idea", "") if first else "",
-            ))
-        return infos
+        return run_infos(self, rows)
 
     def close(self) -> None:
         with self._lock:
