@@ -87,3 +87,13 @@ async def test_agent_creator_writes_an_agent(model: FunctionLLM, tmp_path: Path,
     assert "class SimpleTester(Role)" in msg.content
     assert "class SimpleTester(Role)" in (tmp_path / "workspace" / "agent_created_agent.py").read_text()
     assert "class RunnableCoder(Role)" in model.calls[0].prompt  # shown the single-agent tutorial
+
+
+async def test_a_serialized_team_is_resumed_and_finishes_the_work(model: FunctionLLM, tmp_path: Path) -> None:
+    history = await load("serialize_team")["main"](str(tmp_path / "team"), n_round=4)
+    resumed_calls = len(model.calls)
+    straight = await load("build_customized_multi_agents")["main"](n_round=4)
+    assert [(m.sent_from, m.content) for m in history] == [(m.sent_from, m.content) for m in straight]
+    assert [m.sent_from for m in history] == ["user", "Alice", "Bob", "Charlie", "Bob"]
+    assert (tmp_path / "team" / "team.json").is_file()
+    assert resumed_calls == len(model.calls) - resumed_calls  # nothing was asked twice across the restore
