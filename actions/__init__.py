@@ -11,50 +11,67 @@ Where things live (one home for each concept):
 * :mod:`actions.semantic_kernel` — the Semantic Kernel port: kernel, prompt functions, planners.
 """
 
+from typing import TYPE_CHECKING
+
 from rolecast import library_logging
+from rolecast.lazy import lazy_exports
 
 from .action import Action, UserRequirement
 from .action_node import ActionNode, ActionOutput
-from .loops import (
-    AgentAction,
-    AgentFinish,
-    AgentResult,
-    FunctionCallingAction,
-    ReActAction,
-    StepwiseAction,
-    ToolLoopAction,
-)
 from .plan_and_act import Plan, PlanRunner, Task, TaskResult, WritePlan
-from .semantic_kernel import (
-    ActionPlanner,
-    BasicPlanner,
-    FunctionPlan,
-    FunctionResult,
-    InputVariable,
-    Kernel,
-    PlanStep,
-    PromptFunction,
-    PromptTemplate,
-    SequentialPlanner,
-)
 from .structured import parse_code
-from .tools import (
-    FunctionRegistry,
-    KernelFunction,
-    Plugin,
-    PythonTool,
-    Tool,
-    ToolParameter,
-    calculator,
-    calculator_tool,
-    kernel_function,
-    python_tool,
-    render_langchain,
-    render_qwen,
-    render_sk_manual,
-    tool,
-    tool_run_scope,
-)
+
+# the tool loops, the Semantic Kernel port and the tools load on first use (import stays light)
+_LAZY = {
+    **dict.fromkeys(("AgentAction", "AgentFinish", "AgentResult", "FunctionCallingAction", "ReActAction",
+                     "StepwiseAction", "ToolLoopAction"), ".loops"),
+    **dict.fromkeys(("ActionPlanner", "BasicPlanner", "FunctionPlan", "FunctionResult", "InputVariable", "Kernel",
+                     "PlanStep", "PromptFunction", "PromptTemplate", "SequentialPlanner"), ".semantic_kernel"),
+    **dict.fromkeys(("FunctionRegistry", "KernelFunction", "Plugin", "PythonTool", "Tool", "ToolParameter",
+                     "calculator", "calculator_tool", "kernel_function", "python_tool", "render_langchain",
+                     "render_qwen", "render_sk_manual", "tool", "tool_run_scope"), ".tools"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+if TYPE_CHECKING:
+    from .loops import (
+        AgentAction,
+        AgentFinish,
+        AgentResult,
+        FunctionCallingAction,
+        ReActAction,
+        StepwiseAction,
+        ToolLoopAction,
+    )
+    from .semantic_kernel import (
+        ActionPlanner,
+        BasicPlanner,
+        FunctionPlan,
+        FunctionResult,
+        InputVariable,
+        Kernel,
+        PlanStep,
+        PromptFunction,
+        PromptTemplate,
+        SequentialPlanner,
+    )
+    from .tools import (
+        FunctionRegistry,
+        KernelFunction,
+        Plugin,
+        PythonTool,
+        Tool,
+        ToolParameter,
+        calculator,
+        calculator_tool,
+        kernel_function,
+        python_tool,
+        render_langchain,
+        render_qwen,
+        render_sk_manual,
+        tool,
+        tool_run_scope,
+    )
 
 library_logging("actions")
 

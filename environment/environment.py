@@ -47,7 +47,7 @@ class Environment(BaseModel):
     in the script, such as a scripted test model called too often) always stop.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     desc: str = ""
     roles: dict[str, SerializeAsAny[Role]] = Field(default_factory=dict)  # subclasses dump their own fields

@@ -117,7 +117,7 @@ class Team(BaseModel):
     too (its provider's ``timeout``).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     _store_spec: Any = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")

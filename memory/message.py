@@ -74,7 +74,7 @@ class Message(BaseModel):
     ``instruct_content`` included.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, defer_build=True)
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     content: str = ""
@@ -213,7 +213,7 @@ class InstructContent(BaseModel):
     what was read.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     _class_path: str = PrivateAttr(default="")
 
     @property
@@ -303,6 +303,8 @@ def load_json_data(text: str | bytes, *, what: str, max_depth: int = MAX_MESSAGE
 class UserMessage(Message):
     """A message from the user (``role="user"``)."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
+
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "user")
         super().__init__(content, **data)
@@ -311,6 +313,8 @@ class UserMessage(Message):
 class AIMessage(Message):
     """A message from a model (``role="assistant"``)."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
+
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "assistant")
         super().__init__(content, **data)
@@ -318,6 +322,8 @@ class AIMessage(Message):
 
 class SystemMessage(Message):
     """A system message (``role="system"``)."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
 
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "system")

@@ -32,6 +32,7 @@ YAML shape::
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,7 +58,7 @@ BUILTIN_PROVIDERS = ("openai", "local")
 
 
 class _ProviderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     model: str | None = None
     settings: LLMSettings = Field(default_factory=LLMSettings)
@@ -117,7 +118,7 @@ class PluginConfig(_ProviderConfig):
     """A provider registered by a plugin (:func:`rolecast.llm.register_provider`); its own
     options are kept as extra fields and handed to its factory."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     provider: str
 
@@ -160,7 +161,12 @@ ProviderConfig = Annotated[
     ],
     Discriminator(infer_provider),
 ]
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderConfig)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Any]:
+    """The validator of :data:`ProviderConfig`, built on first use (building it is a third of import time)."""
+    return TypeAdapter(ProviderConfig)
 
 
 def _explain(exc: ValidationError) -> str:
@@ -170,7 +176,7 @@ def _explain(exc: ValidationError) -> str:
 def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | PluginConfig:
     """The configuration of one model, as the member of :data:`ProviderConfig` its fields mean."""
     try:
-        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _ADAPTER.validate_python(fields)
+        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _adapter().validate_python(fields)
     except ValidationError as exc:
         raise ConfigError(f"invalid model configuration: {_explain(exc)}") from exc
     return config
@@ -179,7 +185,7 @@ def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | Plugin
 class Config(BaseModel):
     """The default model plus optional named services."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     llm: ProviderConfig = Field(default_factory=AutoConfig)
     services: dict[str, ProviderConfig] = Field(default_factory=dict)

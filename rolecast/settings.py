@@ -13,7 +13,7 @@ class LLMSettings(BaseModel):
     ``None`` means "the provider's default". ``extra`` is passed to the provider as is.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     temperature: float | None = None
     max_tokens: int | None = None

@@ -1,10 +1,19 @@
 """Roles: agents with an identity, ordered actions, a memory and three react modes."""
 
+from typing import TYPE_CHECKING
+
 from rolecast import library_logging
+from rolecast.lazy import lazy_exports
 
 from .context import MessageQueue, RoleContext, RoleReactMode
 from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
-from .tool_agent import ToolAgent
+
+# ToolAgent brings the tool loops: loaded on first use (import stays light)
+_LAZY = {"ToolAgent": ".tool_agent"}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+if TYPE_CHECKING:
+    from .tool_agent import ToolAgent
 
 library_logging("roles")
 

@@ -133,7 +133,7 @@ class MessageQueue:
 class RoleContext(BaseModel):
     """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     env: Any = Field(default=None, exclude=True)
     msg_buffer: MessageQueue = Field(default_factory=MessageQueue)

@@ -89,7 +89,7 @@ class Role(MetaGPTSDK, BaseModel):
 
     # extra="allow" so that subclass code may keep ad-hoc attributes (``self.x = ...``), as
     # in MetaGPT; the constructor still rejects keywords it does not know
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow", defer_build=True)
 
     name: str = ""
     profile: str = ""

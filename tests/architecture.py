@@ -6,6 +6,9 @@
   (``if TYPE_CHECKING:`` blocks are not executed and do not count).
 * No framework module is imported inside a function: a function-level import is how a
   cycle hides. Lazy imports of optional third-party packages (openai, llama_cpp …) are fine.
+* A package may export names lazily (:func:`rolecast.lazy.lazy_exports`): it names them in its
+  ``if TYPE_CHECKING:`` imports, and ``from package import Name`` then counts as an import of
+  the submodule that defines ``Name``, where the importer runs it, so laziness hides no cycle.
 """
 
 from __future__ import annotations
@@ -47,6 +50,21 @@ def _walk(node: ast.AST, module_level: bool) -> Iterator[tuple[ast.AST, bool]]:
         yield from _walk(child, inner)
 
 
+def lazy_names(root: Path, package: str) -> dict[str, str]:
+    """Names ``package`` exports lazily → the submodule that defines each (its TYPE_CHECKING imports)."""
+    init = root / package.replace(".", "/") / "__init__.py"
+    if not init.exists():
+        return {}
+    names: dict[str, str] = {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for inner in node.body:
+                if isinstance(inner, ast.ImportFrom) and inner.level == 1:
+                    for alias in inner.names:
+                        names[alias.asname or alias.name] = f"{package}.{inner.module}"
+    return names
+
+
 def imports_of(root: Path, path: Path, packages: set[str]) -> list[Import]:
     """The framework imports of one file (relative ones resolved), with where they run."""
     name = module_name(root, path)
@@ -68,6 +86,8 @@ def imports_of(root: Path, path: Path, packages: set[str]) -> list[Import]:
             # ``from pkg import submodule`` imports the submodule too
             targets += [f"{module}.{a.name}" for a in node.names if (root / module.replace(".", "/") / a.name).exists()
                         or (root / (module.replace(".", "/") + f"/{a.name}.py")).exists()]
+            lazy = lazy_names(root, module) if module.split(".")[0] in packages else {}
+            targets += [lazy[a.name] for a in node.names if a.name in lazy]
         for target in targets:
             if target.split(".")[0] in packages:
                 found.append(Import(name, target, module_level, getattr(node, "lineno", 0)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
-from architecture import function_level_imports, module_cycles, upward_imports
+import pytest
+from architecture import function_level_imports, lazy_names, module_cycles, upward_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"rolecast": 0, "memory": 1, "actions": 2, "roles": 3, "environment": 4}
@@ -43,6 +45,35 @@ def test_the_checker_finds_a_planted_module_cycle(tmp_path):
         "low/c.py": "from .a import thing\n",  # c -> a -> b, but b -> c is type-only: not a cycle
     })
     assert module_cycles(root, ["low"]) == [["low.a", "low.b"]]
+
+
+def test_the_checker_sees_a_cycle_through_a_lazily_exported_name(tmp_path):
+    root = _plant(tmp_path, {
+        "low/__init__.py": (
+            "from typing import TYPE_CHECKING\nfrom .a import first\n"
+            "if TYPE_CHECKING:\n    from .b import second\n"
+        ),
+        "low/a.py": "first = 1\n",
+        "low/b.py": "from low import first\nsecond = 2\n",
+        "low/c.py": "from low import second\n",  # runs low.b when c is imported
+    })
+    assert lazy_names(root, "low") == {"second": "low.b"}
+    assert ["low", "low.b"] not in module_cycles(root, ["low"])  # b -> low is fine: low does not run b
+    (root / "low/a.py").write_text("from low import second\nfirst = 1\n")  # now low -> a -> (lazy) b -> low
+    assert any({"low.a", "low.b"} <= set(cycle) for cycle in module_cycles(root, ["low"]))
+
+
+@pytest.mark.parametrize("package", ["actions", "roles"])
+def test_every_lazily_exported_name_resolves_to_its_submodule(package):
+    lazy = lazy_names(ROOT, package)
+    assert lazy, f"{package} exports nothing lazily"
+    module = importlib.import_module(package)
+    assert set(lazy) == set(module._LAZY)  # the table and the type checkers' imports agree
+    for name, where in lazy.items():
+        assert getattr(module, name) is getattr(importlib.import_module(where), name)
+        assert name in dir(module)
+    with pytest.raises(AttributeError):
+        module.NoSuchName  # noqa: B018
 
 
 def test_the_checker_finds_a_cycle_hidden_in_a_function_and_an_upward_import(tmp_path):

@@ -67,7 +67,7 @@ def test_importing_the_framework_takes_little_cpu_time() -> None:
         "print(time.process_time() - t)"
     )
     times = []
-    for _ in range(3):  # CPU time, the best of three: a loaded machine must not fail it
+    for _ in range(5):  # CPU time, the best of five: a loaded machine must not fail it
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rolecast.errors import DataError, PlanEditError, PlanError
 
 
 class TaskResult(BaseModel):
     """What taking a task gave (MetaGPT's ``TaskResult``): its code, if any, its result, and success."""
+
+    model_config = ConfigDict(defer_build=True)  # plan_and_act mode only: built on first use
 
     code: str = ""
     result: str
@@ -32,6 +34,8 @@ class Task(BaseModel):
 
     ``action`` may be left empty: the role's first (default) action then performs it.
     """
+
+    model_config = ConfigDict(defer_build=True)  # plan_and_act mode only: built on first use
 
     task_id: str = ""
     dependent_task_ids: list[str] = Field(default_factory=list)
@@ -62,12 +66,16 @@ class Task(BaseModel):
 class Review(BaseModel):
     """A reviewer's verdict on a task's result: accepted (``ok``) or not, and why."""
 
+    model_config = ConfigDict(defer_build=True)  # plan_and_act mode only: built on first use
+
     ok: bool = True
     feedback: str = ""
 
 
 class Plan(BaseModel):
     """A goal and its tasks. Serialises with pydantic, so a run can be saved and resumed."""
+
+    model_config = ConfigDict(defer_build=True)  # plan_and_act mode only: built on first use
 
     goal: str
     context: str = ""

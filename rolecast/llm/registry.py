@@ -16,6 +16,7 @@ names code to import.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -25,16 +26,14 @@ from loguru import logger
 
 from ..errors import ConfigError
 from .base import BaseLLM
-from .local import LocalLLM
-from .openai import OpenAILLM
 
 ProviderFactory = Callable[..., BaseLLM]
 ENTRY_POINT_GROUP = "rolecast.providers"
 
-_FACTORIES: dict[str, ProviderFactory] = {
-    "openai": OpenAILLM.from_config,
-    "local": LocalLLM.from_config,
-}
+_FACTORIES: dict[str, ProviderFactory] = {}
+# the built-in providers, loaded when first asked for (the openai and llama.cpp glue is not light);
+# a fixed table: configuration picks one of these names, it never names a module
+_BUILT_IN = {"openai": ("rolecast.llm.openai", "OpenAILLM"), "local": ("rolecast.llm.local", "LocalLLM")}
 _LOCK = threading.Lock()
 
 
@@ -43,20 +42,32 @@ def register_provider(name: str, factory: ProviderFactory, *, replace: bool = Fa
     if not name or name == "auto":
         raise ConfigError(f"{name!r} cannot name a provider")
     with _LOCK:
-        if name in _FACTORIES and not replace and _FACTORIES[name] is not factory:
+        if (name in _FACTORIES or name in _BUILT_IN) and not replace and _FACTORIES.get(name) is not factory:
             raise ConfigError(f"a provider named {name!r} is already registered (pass replace=True to replace it)")
         _FACTORIES[name] = factory
 
 
 def registered_providers() -> list[str]:
     """The names known now (built in and registered; plugins not loaded yet are not listed)."""
-    return sorted(_FACTORIES)
+    return sorted({*_FACTORIES, *_BUILT_IN})
+
+
+def _built_in(name: str) -> ProviderFactory | None:
+    spec = _BUILT_IN.get(name)
+    if spec is None:
+        return None
+    module, cls = spec
+    factory = cast(ProviderFactory, getattr(importlib.import_module(module), cls).from_config)
+    with _LOCK:
+        return _FACTORIES.setdefault(name, factory)
 
 
 def provider_factory(name: str) -> ProviderFactory:
     """The factory of provider ``name``: registered, else a plugin's entry point, else :class:`ConfigError`."""
     with _LOCK:
         factory = _FACTORIES.get(name)
+    if factory is None:
+        factory = _built_in(name)
     if factory is not None:
         return factory
     for point in entry_points(group=ENTRY_POINT_GROUP):
@@ -71,7 +82,7 @@ def provider_factory(name: str) -> ProviderFactory:
             factory = cast(ProviderFactory, loaded)
             register_provider(name, factory)
             return factory
-    known = ", ".join(sorted({*_FACTORIES, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))}))
+    known = ", ".join(sorted({*_FACTORIES, *_BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))}))
     raise ConfigError(f"no model provider named {name!r}; known: {known}")
 
 
