@@ -9,7 +9,6 @@ from contextvars import ContextVar
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     PrivateAttr,
     SerializerFunctionWrapHandler,
@@ -24,6 +23,7 @@ from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
 from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
+from rolecast.models import Model
 from rolecast.runlog import enter_action, exit_action
 from rolecast.usage import reject_unknown_keywords
 
@@ -104,7 +104,7 @@ def _awaitable(run: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class Action(BaseModel):
+class Action(Model):
     """A unit of work. Subclass it and override :meth:`run`::
 
         class SimpleWriteCode(Action):
@@ -227,15 +227,15 @@ class Action(BaseModel):
                 cfg = self._config.services.get(self.service or "", self._config.llm)
                 self._config_llm = create_llm(cfg)
             return self._config_llm
-        context = self.context
         if self.service:
+            context = self.context
             if self.service in context.services or self.service in context.config.services:
                 return context.llm(self.service)
             context.llm(self.service)  # logs the missing-service warning once
         if self._role_llm is not None:
             return self._role_llm
         configured = getattr(self._owner, "configured_llm", None)  # the role's own configuration
-        return configured if isinstance(configured, BaseLLM) else context.llm()
+        return configured if isinstance(configured, BaseLLM) else self.context.llm()
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:

@@ -100,7 +100,7 @@ async def perform(
     """Run ``action`` for ``owner`` on ``history`` (or call ``invoke()`` instead, e.g. a role's
     ``_act`` override); returns the result as a Message that is in the owner's memory."""
     log = action.context.run_log
-    if log is not None:  # a passing event for live readers (the console): who works on what
+    if log is not None and not log.idle:  # a passing event for live readers (the console): who works on what
         log.notify("thinking", {"action": action.name}, role=owner.name)
     try:
         result = await (invoke() if invoke is not None else action.run(list(history)))

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SerializeAsAny, model_validator
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
+from rolecast.models import Model
 from rolecast.runlog import RunLog
 from rolecast.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
@@ -33,7 +34,7 @@ class _BusState:
         self.rank: dict[str, int] = {}
 
 
-class Environment(BaseModel):
+class Environment(Model):
     """Holds roles and routes messages between them.
 
     Routing is an index lookup: ``send_to`` names (a role's name, profile or class
@@ -164,7 +165,7 @@ class Environment(BaseModel):
         """
         bus = self.bus
         log = bus.run_log
-        if log is not None:
+        if log is not None and not log.idle:
             known = log.recorded_message(message.sent_from, message.content, message.cause_by)
             if known is not None:
                 message.id = known  # re-executing a recorded run: the message keeps its logged id
@@ -229,6 +230,8 @@ class Environment(BaseModel):
             if not active:
                 return
             log = self.bus.run_log
+            if log is not None and log.idle:  # nobody reads the turns' events
+                log = None
             if log is not None:
                 log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
             self.bus.outbox = []

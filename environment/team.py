@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr
 
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
@@ -20,6 +20,7 @@ from rolecast.context import Context
 from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
+from rolecast.models import Model
 from rolecast.runlog import RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
@@ -83,7 +84,7 @@ def _check_budget_value(investment: Any) -> float:
     return float(investment)
 
 
-class Team(BaseModel):
+class Team(Model):
     """A team of roles working on one idea, round by round::
 
         team = Team(llm=my_model)           # or Team() for the configured default

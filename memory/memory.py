@@ -130,8 +130,18 @@ class Memory:
             self._index[message.cause_by].append(message)
 
     def add_batch(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            self.add(message)
+        if self.ignore_id:
+            for message in messages:
+                self.add(message)
+            return
+        ids, storage, index = self._ids, self.storage, self._index
+        for message in messages:  # add(), inlined: every delivered message comes here
+            if message.id in ids:
+                continue
+            ids.add(message.id)
+            storage.append(message)
+            if message.cause_by:
+                index[message.cause_by].append(message)
 
     def delete(self, message: Message) -> None:
         """Forget one message (no error if it is not stored)."""
@@ -175,6 +185,13 @@ class Memory:
         if not isinstance(message, Message):
             return False
         return (self._key(message) if self.ignore_id else message.id) in self._ids
+
+    def unseen(self, messages: Iterable[Message]) -> list[Message]:
+        """Those of ``messages`` not remembered yet, in order (one pass: every delivery is checked here)."""
+        ids = self._ids
+        if self.ignore_id:
+            return [m for m in messages if self._key(m) not in ids]
+        return [m for m in messages if m.id not in ids]
 
     def get(self, k: int = 0) -> list[Message]:
         """The last ``k`` messages, oldest first; ``k=0`` means all."""

@@ -22,6 +22,7 @@ from pydantic import (
 
 from rolecast.errors import DataError, OutputParseError, UsageError
 from rolecast.jsonutil import check_depth
+from rolecast.models import Model
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
 
@@ -58,13 +59,24 @@ def any_to_str_set(val: Any) -> set[str]:
     return out
 
 
+#: whether instances of a class have a ``profile`` (roles do, actions do not): asked once per class,
+#: because asking a pydantic model for an attribute it lacks is slow, and every message asks
+_HAS_PROFILE: dict[type, bool] = {}
+
+
 def _sender_or_cause(v: Any) -> str:
     # a role instance sends as its name; classes and actions as their class path
-    name = getattr(v, "name", None) if not isinstance(v, (str, type)) and hasattr(v, "profile") else None
+    if isinstance(v, (str, type)):
+        return any_to_str(v)
+    cls = type(v)
+    has_profile = _HAS_PROFILE.get(cls)
+    if has_profile is None:
+        has_profile = _HAS_PROFILE[cls] = hasattr(v, "profile")
+    name = getattr(v, "name", None) if has_profile else None
     return name if isinstance(name, str) and name else any_to_str(v)
 
 
-class Message(BaseModel):
+class Message(Model):
     """One message on the bus.
 
     ``cause_by`` accepts an Action class, an Action instance or a string and is stored

@@ -146,6 +146,12 @@ class RunLog:
             )
 
     @property
+    def idle(self) -> bool:
+        """Nothing reads this log: no store, no subscriber, nothing recorded to answer from. Its
+        writers may then skip the work of describing an event (a message's JSON, a call's fingerprint)."""
+        return self.store is None and not self._subscribers and not self.recorded_events and self.mode != "replay"
+
+    @property
     def resuming(self) -> bool:
         """True while the run re-executes what the log already holds (events are not written again)."""
         return self.round <= self.finished_rounds and self.recorded_events > 0

@@ -9,11 +9,12 @@ from enum import Enum
 from typing import Any
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
 from memory import Memory, Message
+from rolecast.models import Model
 
 
 class RoleReactMode(str, Enum):
@@ -44,6 +45,9 @@ class MessageQueue:
         self._queue: deque[Message] = deque(messages)
         self._ignored = 0  # messages received that the role cannot react to (not kept)
         self._listener: Callable[[bool], None] | None = None
+        #: every waiting message came through :meth:`push_screened` (the role's own check at
+        #: delivery), so the turn that reads them need not check them again
+        self.screened = not self._queue
 
     def __getstate__(self) -> dict[str, Any]:
         # the listener is the environment of this process: a copy shipped elsewhere gets its own
@@ -52,6 +56,7 @@ class MessageQueue:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("screened", False)
         self.__dict__.update(state)
 
     def set_listener(self, listener: Callable[[bool], None] | None) -> None:
@@ -73,7 +78,15 @@ class MessageQueue:
     def push(self, message: Message) -> None:
         queue = self._queue
         queue.append(message)
+        self.screened = False
         if len(queue) == 1 and self._listener is not None:  # only news when the inbox was empty
+            self._listener(True)
+
+    def push_screened(self, message: Message) -> None:
+        """:meth:`push` a message the role has checked it can react to (see :attr:`screened`)."""
+        queue = self._queue
+        queue.append(message)
+        if len(queue) == 1 and self._listener is not None:
             self._listener(True)
 
     def ignore(self) -> None:
@@ -95,6 +108,7 @@ class MessageQueue:
         items = list(self._queue)
         self._queue.clear()
         self._ignored = 0
+        self.screened = True
         return items
 
     async def dump(self) -> str:
@@ -119,6 +133,7 @@ class MessageQueue:
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
         self._queue.extendleft(reversed(messages))
+        self.screened = False
         if messages and self._listener is not None:
             self._listener(True)
 
@@ -130,7 +145,7 @@ class MessageQueue:
         return len(self._queue)
 
 
-class RoleContext(BaseModel):
+class RoleContext(Model):
     """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)

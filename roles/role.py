@@ -26,7 +26,6 @@ from typing import Any
 
 from loguru import logger
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -48,6 +47,7 @@ from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
+from rolecast.models import Model
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
@@ -63,7 +63,7 @@ INIT_KEYWORDS = frozenset(
 _OWN_OBSERVE: dict[type, bool] = {}
 
 
-class Role(MetaGPTSDK, BaseModel):
+class Role(MetaGPTSDK, Model):
     """Subclass it as in MetaGPT::
 
         class SimpleCoder(Role):
@@ -364,17 +364,18 @@ class Role(MetaGPTSDK, BaseModel):
         own_observe = _OWN_OBSERVE.get(cls)
         if own_observe is None:  # looked up once per class: a pydantic class attribute lookup is slow
             own_observe = _OWN_OBSERVE[cls] = cls._observe is not Role._observe
-        buffer = self.rc.msg_buffer
+        rc = self.rc
+        buffer = rc.msg_buffer
         if own_observe or self.observe_all_msg_from_buffer:
             buffer.push(message)
             return
         send_to = message.send_to
         # can_react's rule, inlined: this runs for every role a broadcast reaches
         if message.sent_from != self.name and (
-            not self.addresses.isdisjoint(send_to)
-            or (message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to)
+            (MESSAGE_ROUTE_TO_ALL in send_to and message.cause_by in rc.watch)
+            or not self.addresses.isdisjoint(send_to)
         ):
-            buffer.push(message)
+            buffer.push_screened(message)  # _observe need not check it again
         else:
             buffer.ignore()
 
@@ -425,18 +426,24 @@ class Role(MetaGPTSDK, BaseModel):
         profile. A role's own messages never count.
         """
         news: list[Message] = []
+        rc = self.rc
         if self.recovered and self.latest_observed_msg:
-            news = self.rc.memory.find_news(observed=[self.latest_observed_msg], k=10)
+            news = rc.memory.find_news(observed=[self.latest_observed_msg], k=10)
+        screened = not news and rc.msg_buffer.screened  # each checked by put_message on delivery
         if not news:
-            news = self.rc.msg_buffer.pop_all()
-        memory = self.rc.memory
-        name, addresses, watch = self.name, self.addresses, self.rc.watch
-        # can_react's rule, inlined: this loop runs for every message delivered
-        kept = [
-            m for m in news
-            if m.sent_from != name and m not in memory
-            and (not addresses.isdisjoint(m.send_to) or (m.cause_by in watch and MESSAGE_ROUTE_TO_ALL in m.send_to))
-        ]
+            news = rc.msg_buffer.pop_all()
+        memory = rc.memory
+        if screened:
+            kept = memory.unseen(news)
+        else:
+            name, addresses, watch = self.name, self.addresses, rc.watch
+            # can_react's rule, inlined: this loop runs for every message delivered
+            kept = [
+                m for m in memory.unseen(news)
+                if m.sent_from != name and (
+                    not addresses.isdisjoint(m.send_to) or (m.cause_by in watch and MESSAGE_ROUTE_TO_ALL in m.send_to)
+                )
+            ]
         self.rc.news = kept
         memory.add_batch(news if self.observe_all_msg_from_buffer else kept)
         self.latest_observed_msg = kept[-1] if kept else None

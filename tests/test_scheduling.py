@@ -143,3 +143,37 @@ def test_an_inbox_shipped_to_another_process_leaves_its_environment_behind():
     copy = pickle.loads(pickle.dumps(role.rc.msg_buffer))
     assert [m.content for m in copy.pop_all()] == ["hi"]
     assert copy._listener is None
+
+
+async def test_a_message_pushed_past_the_delivery_check_is_still_checked_when_read():
+    """put_message screens what it delivers; a message pushed straight into the inbox
+    (MetaGPT scripts do) is checked when the role reads it, so the role never reacts to it."""
+    role = Role(name="Solo", actions=[Listen()], watch=[Shout], llm=ScriptedLLM([]))
+    role.put_message(Message(content="for someone else", cause_by=Listen))  # screened: ignored
+    assert role.rc.msg_buffer.screened
+    role.rc.msg_buffer.push(Message(content="not watched", cause_by=Listen))  # not screened
+    role.rc.msg_buffer.push(Message(content="watched", cause_by=Shout))
+    assert not role.rc.msg_buffer.screened
+    assert await role._observe() == 1
+    assert [m.content for m in role.rc.news] == ["watched"]
+    assert role.rc.msg_buffer.screened  # read: the empty inbox is screened again
+
+
+async def test_a_run_with_no_store_still_tells_its_subscribers_every_call_and_message():
+    """A log nobody reads skips describing events; one subscriber makes it describe them all."""
+    from environment import Team
+
+    class Ask(Action):
+        async def run(self, history):
+            return await self._aask(history[-1].content)
+
+    team = Team(store=None, llm=ScriptedLLM(["first answer"]))
+    team.hire([Role(name="A", actions=[Ask()], watch=[UserRequirement])])
+    assert team.run_log.idle
+    events = []
+    team.run_log.subscribe(events.append)
+    assert not team.run_log.idle
+    await team.run(n_round=2, idea="go")
+    calls = [e for e in events if e.kind == "llm_call"]
+    assert len(calls) == 1 and calls[0].data["fingerprint"] and calls[0].role == "A"
+    assert [e.data["message"]["content"] for e in events if e.kind == "message"] == ["go", "first answer"]

@@ -320,7 +320,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         meter.cost_manager.record_failure(
             self.model, prompt, estimate_tokens(partial), role=meter.role, free=self.free
         )
-        if meter.run_log is not None:
+        if meter.run_log is not None and not meter.run_log.idle:
             meter.run_log.record_call(meter.role or "", {
                 "action": current_action(), "model": self.model, **logged, "error": f"{type(exc).__name__}: {exc}",
             })
@@ -357,6 +357,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         """
         meter = current_meter()
         log = meter.run_log
+        if log is not None and log.idle:  # nothing would read the call's record
+            log = None
         role, action = meter.role or "", current_action()
         fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
         if log is not None:
