@@ -15,6 +15,7 @@ tokens that are known of it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ from .errors import BudgetExceeded
 
 # US dollars per one million tokens: (input, output). Prefix-matched, longest first,
 # so dated snapshots ("gpt-4o-mini-2024-07-18") find their family's price.
+#: how often a call waiting for a model's lone call in flight looks again (see CostManager.admit)
+_SOLO_POLL_S = 0.002
+
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.0),
     "gpt-5-mini": (0.25, 2.0),
@@ -135,6 +139,10 @@ class CostManager:
     _ids: itertools.count[int] = field(default_factory=itertools.count, repr=False)
     _unpriced_warned: set[str] = field(default_factory=set, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    #: per model, under a budget: whether its answers kept within their reservations (True), passed
+    #: one (False), or nobody knows yet (absent). Until a model is trusted its calls run one at a time.
+    honours_max_tokens: dict[str, bool] = field(default_factory=dict)
+    _solo: set[str] = field(default_factory=set, repr=False)  # models with their one call in flight
 
     @property
     def total_cost(self) -> float:
@@ -181,6 +189,32 @@ class CostManager:
             self.reserved += amount
         return reservation
 
+    async def admit(self, model: str, *, free: bool = False) -> str | None:
+        """Wait until a call to ``model`` may start; returns a token for :meth:`dismiss` (None: nothing to give back).
+
+        A reservation bounds a call only if the model stops at ``max_tokens``. Under a budget, the
+        calls to a model run one at a time until one answer has kept within its reservation (the
+        model honours ``max_tokens``: from then on they run concurrently); a model that passes its
+        reservation runs one at a time for good. A model that ignores ``max_tokens`` therefore
+        passes the budget by at most one answer's excess, never by the excess of every call in flight.
+        """
+        if free or self.max_budget is None:
+            return None
+        while True:
+            with self._lock:
+                if self.honours_max_tokens.get(model) is True:
+                    return None
+                if model not in self._solo:
+                    self._solo.add(model)
+                    return model
+            await asyncio.sleep(_SOLO_POLL_S)
+
+    def dismiss(self, token: str | None) -> None:
+        """End the call :meth:`admit` let start alone (idempotent)."""
+        if token is not None:
+            with self._lock:
+                self._solo.discard(token)
+
     def release(self, reservation: Reservation) -> None:
         """Give a reservation back without charging anything (idempotent)."""
         with self._lock:
@@ -191,9 +225,17 @@ class CostManager:
         """Release ``reservation`` and charge the call's true usage; returns its cost."""
         with self._lock:
             self.release(reservation)
-            return self.record(
+            cost = self.record(
                 reservation.model, prompt_tokens, completion_tokens, role=reservation.role, free=reservation.free
             )
+            if not reservation.free and self.max_budget is not None:
+                kept = cost <= reservation.amount * (1 + 1e-9)
+                if not kept:
+                    logger.warning("model {!r} answered past its max_tokens (cost ${:.6f} > reserved ${:.6f}); "
+                                   "its calls now run one at a time", reservation.model, cost, reservation.amount)
+                self.honours_max_tokens[reservation.model] = kept and self.honours_max_tokens.get(
+                    reservation.model, True)
+            return cost
 
     def record(
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None = None,

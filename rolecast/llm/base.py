@@ -200,17 +200,22 @@ class BaseLLM(MetaGPTCalls, ABC):
                 self._record(messages, result.usage, result.text)  # the run's totals span restarts
                 return result
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
-        reservation = self._reserve(messages, reserved, request)
-        started = time.monotonic()
+        costs = meter.cost_manager
+        alone = await costs.admit(self.model, free=self.free)  # until the model is known to stop at max_tokens
         try:
-            result = await call()
-        except BaseException as exc:
-            meter.cost_manager.release(reservation)
-            if isinstance(exc, Exception):  # counted, and logged as a failed call
-                self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""), fingerprint=fp,
-                                     request=summary, latency=time.monotonic() - started)  # fmt: skip
-            raise
-        cost = self._record(messages, result.usage, result.text, reservation)
+            reservation = self._reserve(messages, reserved, request)
+            started = time.monotonic()
+            try:
+                result = await call()
+            except BaseException as exc:
+                costs.release(reservation)
+                if isinstance(exc, Exception):  # counted, and logged as a failed call
+                    self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""),
+                                         fingerprint=fp, request=summary, latency=time.monotonic() - started)
+                raise
+            cost = self._record(messages, result.usage, result.text, reservation)
+        finally:
+            costs.dismiss(alone)
         if log is not None:
             log.record_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
