@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from ..cost import Reservation, estimate_tokens, max_prompt_tokens
 from ..errors import LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
-from ..metering import current_meter
+from ..metering import Meter, current_meter
 from ..runlog import current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
@@ -122,18 +122,23 @@ class BaseLLM(MetaGPTCalls, ABC):
         meter = current_meter()
         meter.cost_manager.check(self.model, estimate_tokens(messages_text(messages)), role=meter.role, free=self.free)
 
-    def _reserve(self, messages: Messages, max_tokens: int, request: dict[str, Any]) -> Reservation:
+    def _reserve(
+        self, messages: Messages, max_tokens: int, request: dict[str, Any], meter: Meter | None = None
+    ) -> Reservation:
         """Reserve the call's worst case: an upper bound of its prompt (tools and schema too) plus ``max_tokens``."""
         tools, schema = request.get("tools"), request.get("schema")
         extra = json.dumps([tools, schema], default=str) if tools or schema else ""
         prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
-        meter = current_meter()
+        meter = meter or current_meter()
         return meter.cost_manager.reserve(self.model, prompt, max_tokens, role=meter.role, free=self.free)
 
-    def _record(self, messages: Messages, usage: Usage, text: str, reservation: Reservation | None = None) -> float:
+    def _record(
+        self, messages: Messages, usage: Usage, text: str, reservation: Reservation | None = None,
+        meter: Meter | None = None,
+    ) -> float:
         if not usage.prompt_tokens and not usage.completion_tokens:
             usage = Usage(estimate_tokens(messages_text(messages)), estimate_tokens(text), estimated=True)
-        meter = current_meter()
+        meter = meter or current_meter()
         if reservation is not None:
             return meter.cost_manager.settle(reservation, usage.prompt_tokens, usage.completion_tokens)
         return meter.cost_manager.record(
@@ -203,7 +208,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         costs = meter.cost_manager
         alone = await costs.admit(self.model, free=self.free)  # until the model is known to stop at max_tokens
         try:
-            reservation = self._reserve(messages, reserved, request)
+            reservation = self._reserve(messages, reserved, request, meter)
             started = time.monotonic()
             try:
                 result = await call()
@@ -213,7 +218,7 @@ class BaseLLM(MetaGPTCalls, ABC):
                     self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""),
                                          fingerprint=fp, request=summary, latency=time.monotonic() - started)
                 raise
-            cost = self._record(messages, result.usage, result.text, reservation)
+            cost = self._record(messages, result.usage, result.text, reservation, meter)
         finally:
             costs.dismiss(alone)
         if log is not None:

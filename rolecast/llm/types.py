@@ -132,7 +132,7 @@ def to_messages(prompt: str | Sequence[dict[str, Any]], system_msgs: Sequence[st
 
 
 def messages_text(messages: Messages) -> str:
-    return "\n".join(str(m.get("content") or "") for m in messages)
+    return "\n".join([str(m.get("content") or "") for m in messages])
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
