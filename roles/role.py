@@ -40,7 +40,7 @@ from actions.action import CLASS_KEY
 from actions.perform import perform
 from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
-from memory import MESSAGE_ROUTE_TO_ALL, LongTermMemory, Message, any_to_str
+from memory import LongTermMemory, Message, any_to_str
 from rolecast.classes import class_path, loaded_subclass
 from rolecast.config import Config
 from rolecast.context import Context, current_context
@@ -51,6 +51,7 @@ from rolecast.models import Model
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
+from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE
 from .sdk import MetaGPTSDK
 
@@ -59,11 +60,7 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
-#: Role classes → whether they override ``_observe`` (then they receive every message delivered)
-_OWN_OBSERVE: dict[type, bool] = {}
-
-
-class Role(MetaGPTSDK, Model):
+class Role(MetaGPTSDK, Inbox, Model):
     """Subclass it as in MetaGPT::
 
         class SimpleCoder(Role):
@@ -349,108 +346,7 @@ class Role(MetaGPTSDK, Model):
         self.rc.state = state
         self.rc.todo = self.actions[state] if 0 <= state < len(self.actions) else None
 
-    # ------------------------------------------------------------ messaging
-    def put_message(self, message: Message | None) -> None:
-        """Put a message into this role's inbox (read at its next turn).
-
-        A message this role could not react to (see :meth:`can_react`) is only counted (the
-        role is not idle until the next round drops it) and not kept: it would be read and
-        dropped at a turn taken for nothing. A role that
-        overrides ``_observe``, or sets ``observe_all_msg_from_buffer``, receives everything.
-        """
-        if message is None:
-            return
-        cls = type(self)
-        own_observe = _OWN_OBSERVE.get(cls)
-        if own_observe is None:  # looked up once per class: a pydantic class attribute lookup is slow
-            own_observe = _OWN_OBSERVE[cls] = cls._observe is not Role._observe
-        rc = self.rc
-        buffer = rc.msg_buffer
-        if own_observe or self.observe_all_msg_from_buffer:
-            buffer.push(message)
-            return
-        send_to = message.send_to
-        # can_react's rule, inlined: this runs for every role a broadcast reaches
-        if message.sent_from != self.name and (
-            (MESSAGE_ROUTE_TO_ALL in send_to and message.cause_by in rc.watch)
-            or not self.addresses.isdisjoint(send_to)
-        ):
-            buffer.push_screened(message)  # _observe need not check it again
-        else:
-            buffer.ignore()
-
-    def can_react(self, message: Message) -> bool:
-        """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast
-        caused by an action it watches (whether it was already remembered is checked when observed)."""
-        if message.sent_from == self.name:
-            return False
-        send_to = message.send_to
-        if not self.addresses.isdisjoint(send_to):
-            return True
-        return message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to
-
-    def publish_message(self, message: Message | None) -> None:
-        """Publish on the environment bus (signed with this role's name)."""
-        if message is None:
-            return
-        if not message.sent_from:
-            message.sent_from = self.name
-        env = self.rc.env
-        if env is not None:
-            env.publish_message(message)
-
-    def remember(self, message: Message) -> None:
-        """Keep ``message`` in this role's memory (a message is never stored twice)."""
-        self.rc.memory.add(message)
-
-    @property
-    def history(self) -> list[Message]:
-        """Everything this role remembers, oldest first."""
-        return self.rc.memory.get()
-
-    def get_memories(self, k: int = 0) -> list[Message]:
-        """The last ``k`` remembered messages (all for 0)."""
-        return self.rc.memory.get(k=k)
-
-    @property
-    def is_idle(self) -> bool:
-        """Nothing to read, nothing to do."""
-        return not self.rc.news and self.rc.todo is None and self.rc.msg_buffer.empty()
-
     # -------------------------------------------------------------- the turn
-    async def _observe(self) -> int:
-        """Move new messages from the inbox into memory; keep as news those this role watches.
-
-        A message counts when its ``cause_by`` is watched (and it is addressed to
-        everyone or to this role), or when it is addressed to this role by name or
-        profile. A role's own messages never count.
-        """
-        news: list[Message] = []
-        rc = self.rc
-        if self.recovered and self.latest_observed_msg:
-            news = rc.memory.find_news(observed=[self.latest_observed_msg], k=10)
-        screened = not news and rc.msg_buffer.screened  # each checked by put_message on delivery
-        if not news:
-            news = rc.msg_buffer.pop_all()
-        memory = rc.memory
-        if screened:
-            kept = memory.unseen(news)
-        else:
-            name, addresses, watch = self.name, self.addresses, rc.watch
-            # can_react's rule, inlined: this loop runs for every message delivered
-            kept = [
-                m for m in memory.unseen(news)
-                if m.sent_from != name and (
-                    not addresses.isdisjoint(m.send_to) or (m.cause_by in watch and MESSAGE_ROUTE_TO_ALL in m.send_to)
-                )
-            ]
-        self.rc.news = kept
-        memory.add_batch(news if self.observe_all_msg_from_buffer else kept)
-        self.latest_observed_msg = kept[-1] if kept else None
-        if kept:
-            logger.debug("{} observed {} new message(s)", self._setting, len(kept))
-        return len(kept)
-
     async def _think(self) -> bool:
         """Choose the next action (sets ``rc.todo``); False when there is nothing to do."""
         n = len(self.actions)
@@ -580,12 +476,6 @@ class Role(MetaGPTSDK, Model):
         self.publish_message(rsp)
         return rsp
 
-    def _requeue_news(self) -> None:
-        """A failed turn loses nothing: the news it was reacting to is read again at the next turn."""
-        news = self.rc.news
-        for message in news:
-            self.rc.memory.delete(message)
-        self.rc.msg_buffer.requeue(news)
     def __str__(self) -> str:
         return self._setting
 
