@@ -249,11 +249,13 @@ class MemoryRunStore:
 
     def __init__(self) -> None:
         self._events: list[RunEvent] = []
+        self._counts: dict[str, int] = {}  # events per run: the next seq without a scan
         self._lock = threading.Lock()
 
     def append(self, event: RunEvent) -> RunEvent:
         with self._lock:
-            event.seq = 1 + sum(1 for e in self._events if e.run_id == event.run_id)
+            event.seq = self._counts.get(event.run_id, 0) + 1
+            self._counts[event.run_id] = event.seq
             self._events.append(event)
         return event
 
