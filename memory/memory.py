@@ -130,18 +130,8 @@ class Memory:
             self._index[message.cause_by].append(message)
 
     def add_batch(self, messages: Iterable[Message]) -> None:
-        if self.ignore_id:
-            for message in messages:
-                self.add(message)
-            return
-        ids, storage, index = self._ids, self.storage, self._index
-        for message in messages:  # add(), inlined: every delivered message comes here
-            if message.id in ids:
-                continue
-            ids.add(message.id)
-            storage.append(message)
-            if message.cause_by:
-                index[message.cause_by].append(message)
+        for message in messages:
+            self.add(message)
 
     def delete(self, message: Message) -> None:
         """Forget one message (no error if it is not stored)."""

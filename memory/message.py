@@ -315,8 +315,6 @@ def load_json_data(text: str | bytes, *, what: str, max_depth: int = MAX_MESSAGE
 class UserMessage(Message):
     """A message from the user (``role="user"``)."""
 
-    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
-
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "user")
         super().__init__(content, **data)
@@ -325,8 +323,6 @@ class UserMessage(Message):
 class AIMessage(Message):
     """A message from a model (``role="assistant"``)."""
 
-    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
-
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "assistant")
         super().__init__(content, **data)
@@ -334,8 +330,6 @@ class AIMessage(Message):
 
 class SystemMessage(Message):
     """A system message (``role="system"``)."""
-
-    model_config = ConfigDict(defer_build=True)  # built on first use: most runs never make one
 
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "system")

@@ -29,7 +29,7 @@ Handler = Callable[[Any], Any]
 def mock_llm(handler: Handler, **kwargs: Any) -> tuple[OpenAILLM, Any]:
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     params: dict[str, Any] = {
-        "base_url": "http://mock.invalid/v1", "max_retries": 2,
+        "base_url": "http://127.0.0.1:9/v1", "max_retries": 2,  # never dialled: MockTransport answers
         "retry_initial": 0.001, "retry_max": 0.002, "retry_jitter": 0.001,
         "http_client": client,
     }
