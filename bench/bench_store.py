@@ -5,8 +5,10 @@
 
 Measures:
   (a) the broadcast benchmark (N roles all answering each other, 5 rounds, an instant
-      model) with ``store=None`` and with the SQLite store: CPU time (process time, which
-      a machine loaded by other work disturbs far less than wall time) and the overhead;
+      model) with ``store=None`` and with the SQLite store — the calls of one event-loop
+      turn committed together (``durability="batched"``, the default) and each call
+      committed alone (``durability="call"``): CPU time (process time, which a machine
+      loaded by other work disturbs far less than wall time) and the overhead;
   (b) resume: a run of about 1,000 messages is logged, then the same script is run
       again with its run id, so every round is re-executed from the log (no model
       call) — the time that takes, and that no call reached the model.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import statistics
 import sys
@@ -38,29 +41,33 @@ class Broadcast(Action):
         return await self._aask(history[-1].content if history else "")
 
 
-def _team(n_roles: int, llm: FunctionLLM, store: object, run_id: str | None = None) -> Team:
-    team = Team(llm=llm, store=store, run_id=run_id)
+def _team(n_roles: int, llm: FunctionLLM, store: object, run_id: str | None = None,
+          durability: str = "batched") -> Team:
+    team = Team(llm=llm, store=store, run_id=run_id, durability=durability)  # type: ignore[arg-type]
     team.hire(Role(name=f"R{i}", actions=[Broadcast()], watch=[UserRequirement, Broadcast]) for i in range(n_roles))
     return team
 
 
-async def _broadcast(n_roles: int, n_rounds: int, store: object) -> float:
+async def _broadcast(n_roles: int, n_rounds: int, store: object, durability: str = "batched") -> float:
     """CPU seconds of the run (process time: a loaded machine shifts it far less than wall time)."""
-    team = _team(n_roles, FunctionLLM(lambda messages: "ok"), store)
+    team = _team(n_roles, FunctionLLM(lambda messages: "ok"), store, durability=durability)
     team.run_project("start")
+    gc.collect()  # the previous run's garbage is collected now, not in the middle of this one
     t0 = time.process_time()
     await team.run(n_round=n_rounds)
     return time.process_time() - t0
 
 
 def overhead(n_roles: int, n_rounds: int, repeats: int) -> dict[str, float]:
-    off, on = [], []
+    off, on, per_call = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(repeats):  # interleaved, so both sides see the same machine
+        for i in range(repeats):  # interleaved, so every side sees the same machine
             off.append(asyncio.run(_broadcast(n_roles, n_rounds, None)))
             on.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/runs-{i}.db")))
-    off_s, on_s = statistics.median(off), statistics.median(on)
-    return {"roles": n_roles, "rounds": n_rounds, "off_s": off_s, "on_s": on_s, "overhead": on_s / off_s - 1}
+            per_call.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/call-{i}.db", "call")))
+    off_s, on_s, call_s = statistics.median(off), statistics.median(on), statistics.median(per_call)
+    return {"roles": n_roles, "rounds": n_rounds, "off_s": off_s, "on_s": on_s, "overhead": on_s / off_s - 1,
+            "per_call_s": call_s, "per_call_overhead": call_s / off_s - 1}
 
 
 def resume(n_roles: int, n_rounds: int) -> dict[str, float]:
@@ -97,7 +104,9 @@ def main() -> None:
     }
     o, r = result["overhead"], result["resume"]
     print(f"(a) broadcast {o['roles']} roles x {o['rounds']} rounds: store off {o['off_s'] * 1e3:.1f} ms, "
-          f"on {o['on_s'] * 1e3:.1f} ms ({o['overhead'] * 100:+.0f} %)")
+          f"on {o['on_s'] * 1e3:.1f} ms ({o['overhead'] * 100:+.0f} %); "
+          f"a commit per call (durability=\"call\") {o['per_call_s'] * 1e3:.1f} ms "
+          f"({o['per_call_overhead'] * 100:+.0f} %)")
     print(f"(b) resume of {r['messages']} messages: {r['resume_s']:.3f} s (first run {r['first_run_s']:.3f} s); "
           f"model calls on resume: {r['model_calls_on_resume']} of {r['model_calls_first']}")
     out = ROOT / "bench" / "results"

@@ -147,9 +147,8 @@ class RayRuntime:
         self._sync_budget(env)
         log = env.run_log
         self.round = log.round if log is not None and log.round > self.round else self.round + 1
-        flush = getattr(log.store, "flush", None) if log is not None else None
-        if flush is not None:
-            flush()  # the driver's pending events are committed: its store's lock is free for the workers
+        if log is not None:
+            log.flush()  # the driver's pending events are written: its store's lock is free for the workers
         groups = [g for g in self._groups if g.pending or g.busy]
         cm = env.context.cost_manager
         budget = (cm.max_budget, cm.total_cost)
@@ -239,6 +238,7 @@ class RayRuntime:
             "services": {k: b for k, v in context.services.items() if (b := _try_pickle(v, k)) is not None},
             "store": _shared_store(log.store if log is not None else None),
             "run_id": log.run_id if log is not None else "",
+            "durability": log.durability if log is not None else "batched",
             "meter": self._meter,
             "rate_limited": self.rate_limit is not None and not self.rate_limit.unlimited,
             "metered_free_calls": self.count_free_calls,

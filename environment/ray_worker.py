@@ -15,12 +15,11 @@ Nothing here imports Ray: the actor handle of the meter is passed in.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pickle
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +31,8 @@ from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
 from rolecast.metering import current_meter
-from rolecast.runlog import RunLog
-from rolecast.store import RunEvent, RunStore, SQLiteRunStore
+from rolecast.runlog import Durability, RunLog
+from rolecast.store import RunEvent, RunStore, SQLiteRunStore, encode_data
 from roles import Role
 
 from .runtime import logged_turn
@@ -51,6 +50,7 @@ class WorkerSpec:
     services: dict[str, bytes] = field(default_factory=dict)
     store: Any = None  # a picklable RunStore, or ("sqlite", path)
     run_id: str = ""
+    durability: Durability = "batched"
     meter: Any = None  # the meter actor's handle, or None when nothing is limited
     rate_limited: bool = False
     metered_free_calls: bool = False  # the rate limit counts free models' calls too
@@ -59,30 +59,32 @@ class WorkerSpec:
 class SharedSQLiteRunStore(SQLiteRunStore):
     """A SQLite run store that several worker processes append to at once (on one machine).
 
-    Each append takes the file's write lock first (``BEGIN IMMEDIATE``), numbers its event
-    from the file, never from a cache, and commits at once: no worker holds the lock
-    while the others wait for it.
+    Each write (one event or a batch) takes the file's write lock first (``BEGIN IMMEDIATE``),
+    numbers its events from the file, never from a cache, and commits at once: no worker
+    holds the lock while the others wait for it.
     """
 
-    def append(self, event: RunEvent) -> RunEvent:
-        payload = json.dumps(event.data, ensure_ascii=False, default=str)
+    def extend(self, events: Sequence[RunEvent]) -> None:
+        if not events:
+            return
+        payloads = [encode_data(e.data) for e in events]
         with self._lock:
             try:
                 self._db.commit()
                 self._db.execute("BEGIN IMMEDIATE")
-                row = self._db.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?", (event.run_id,)
-                ).fetchone()
-                event.seq = int(row[0])
-                self._db.execute(
-                    "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
-                )
+                for event, payload in zip(events, payloads, strict=True):
+                    row = self._db.execute(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?", (event.run_id,)
+                    ).fetchone()
+                    event.seq = int(row[0])
+                    self._db.execute(
+                        "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload),
+                    )
                 self._db.commit()
             except sqlite3.Error as exc:
                 self._db.rollback()
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
-        return event
 
 
 def open_worker_store(spec_store: Any) -> RunStore | None:
@@ -200,7 +202,9 @@ class RoleWorker:
     def __init__(self, spec: WorkerSpec):
         self.spec = spec
         store = open_worker_store(spec.store)
-        self.log: RunLog | None = RunLog(store, spec.run_id) if store is not None else None
+        self.log: RunLog | None = (
+            RunLog(store, spec.run_id, durability=spec.durability) if store is not None else None
+        )
         default = pickle.loads(spec.default_llm) if spec.default_llm else None
         services = {name: pickle.loads(blob) for name, blob in spec.services.items()}
         self.context = WorkerContext(self, config=spec.config, llm=default, llms=services)

@@ -21,7 +21,7 @@ from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
-from rolecast.runlog import RunLog, new_run_id
+from rolecast.runlog import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
@@ -56,7 +56,7 @@ def _runtime(runtime: str | Runtime | None) -> Runtime | None:
 DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
-    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime"}
+    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability"}
 )
 
 
@@ -110,7 +110,11 @@ class Team(Model):
     (``team.run_id``; a fresh one by default). Running a script again with the
     ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
     every recorded model call answered from the log (nothing is paid twice), and the
-    run goes on live from the first call the log does not hold.
+    run goes on live from the first call the log does not hold. A model call's answer
+    is committed to the store before it is used; ``durability="batched"`` (the default)
+    commits the calls answered in the same turn of the event loop together, ``"call"``
+    commits each alone (after a crash, at most the calls in flight are asked again; one
+    commit per call costs more, see :mod:`rolecast.runlog`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
@@ -121,6 +125,7 @@ class Team(Model):
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     _store_spec: Any = PrivateAttr(default=None)
+    _durability: Durability = PrivateAttr(default="batched")
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
@@ -145,10 +150,13 @@ class Team(Model):
         runtime: str | Runtime | None = None,
         store: Any = DEFAULT,
         run_id: str | None = None,
+        durability: Durability = "batched",
         **data: Any,
     ):
         if on_error not in ("stop", "continue"):
             raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
+        if durability not in DURABILITIES:
+            raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
         if "investment" in data:
             data["investment"] = _check_budget_value(data["investment"])
@@ -175,6 +183,7 @@ class Team(Model):
             self.env.desc = env_desc
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
+        self._durability = durability
         self._run_id = run_id or new_run_id()
         self._rounds = 0
         if roles:
@@ -193,7 +202,7 @@ class Team(Model):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id, after_seq=self._log_after)
+            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability)
             log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log

@@ -17,17 +17,33 @@ naming the role, the action and the first differing request.
 Calls are matched per role by a fingerprint of the request (messages, stop sequences,
 schema, tools and settings), so concurrent roles may interleave differently than in
 the recorded run.
+
+Writing is batched: events wait in the log until the end of the event loop's current
+turn and are then written to the store together, in one transaction (a group commit).
+A model call's answer is never used before it is durable — :meth:`RunLog.commit_call`
+returns only after the write that holds it — and the events that cannot be re-derived
+(:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start and
+stop, a checkpoint) are written at once. Outside an event loop every event is written
+at once.
+
+So a crash (``kill -9``) re-issues only calls whose answers were never used: the calls
+in flight, and those answered in the same turn of the event loop as the crash, whose
+commit had not happened yet. ``durability="call"`` commits every call alone, at once
+— after a crash at most the calls in flight are asked again — for one commit per call
+(a 100-role broadcast run with the store on costs about twice the overhead; see
+``bench/bench_store.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -35,8 +51,9 @@ from typing import Any, Literal
 
 from loguru import logger
 
-from .errors import ReplayMismatch, ReplayMissing
+from .errors import ReplayMismatch, ReplayMissing, UsageError
 from .store import (
+    DURABLE_KINDS,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -46,6 +63,10 @@ from .store import (
 )
 
 Mode = Literal["record", "resume", "replay"]
+#: when a model call is committed: with the other calls answered in the same turn of the event
+#: loop (``"batched"``, one transaction for them all) or alone, at once (``"call"``)
+Durability = Literal["batched", "call"]
+DURABILITIES: tuple[Durability, ...] = ("batched", "call")
 Subscriber = Callable[[RunEvent], None]
 
 
@@ -81,9 +102,21 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
+# The canonical text of a request: ``json.dumps(request, sort_keys=True, ensure_ascii=False,
+# default=str)`` byte for byte (fingerprints logged by earlier versions still match), made by
+# the standard library's C encoder built once rather than on every call. Requests are trees
+# built by the seam, never cyclic, so the encoder's cycle check is left out.
+_c_encoder = getattr(json.encoder, "c_make_encoder", None)  # CPython's C accelerator
+_canonical: Callable[[Any, bool], Iterable[str]] = (  # (value, 0: the indent level / not one-shot) -> chunks
+    _c_encoder(None, str, json.encoder.encode_basestring, None, ": ", ", ", True, False, True)
+    if _c_encoder is not None
+    else json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).iterencode  # (o, _one_shot)
+)
+
+
 def fingerprint(request: dict[str, Any]) -> str:
     """A stable hash of what a model call asked (the same request → the same fingerprint)."""
-    text = json.dumps(request, sort_keys=True, ensure_ascii=False, default=str)
+    text = "".join(_canonical(request, False))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -103,9 +136,13 @@ class RunLog:
     """The write-ahead log of one run (see the module docstring)."""
 
     def __init__(
-        self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0
+        self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
+        durability: Durability = "batched",
     ):
+        if durability not in DURABILITIES:
+            raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
         self.store = store
+        self.durability: Durability = durability
         self.run_id = run_id or new_run_id()
         self.mode: Mode = mode
         self.round = 0
@@ -119,6 +156,9 @@ class RunLog:
         self.finished_rounds = 0
         self.recorded_events = 0
         self.served_calls = 0
+        self._pending: list[RunEvent] = []  # logged, not written to the store yet
+        self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
+        self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
         if store is not None:
             self._load(store, after_seq)
 
@@ -167,25 +207,84 @@ class RunLog:
         return fn
 
     def emit(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "", force: bool = False) -> RunEvent:
-        """Log an event (unless it re-executes a recorded round), then tell the subscribers."""
+        """Log an event (unless it re-executes a recorded round), then tell the subscribers.
+
+        A :data:`~rolecast.store.DURABLE_KINDS` event is in the store when this returns (and its
+        ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
-            self.store.append(event)
+            self._pending.append(event)
+            if kind in DURABLE_KINDS:
+                self.flush()
+            else:
+                self._flush_soon()
+        if self._subscribers:
+            self._tell(event)
+        return event
+
+    def _tell(self, event: RunEvent) -> None:
         for fn in self._subscribers:
             try:
                 fn(event)
             except Exception as exc:  # a reader must never break the run
                 logger.warning("run event subscriber {!r} failed: {}", fn, exc)
-        return event
+
+    def _flush_soon(self, wait: bool = False) -> asyncio.Future[None] | None:
+        """Write the pending events at the end of this turn of the event loop (at once outside one):
+        the events of one burst — every role answered in the same turn — share one transaction.
+        With ``wait``, returns a future that is done once they are written (None: written already)."""
+        scheduled = self._flush_on
+        if not wait and scheduled is not None and not scheduled.is_closed():
+            return None  # a write is scheduled already (asking for the running loop is a system call on 3.11)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return None
+        if scheduled is not loop or loop.is_closed():  # none scheduled (or one on a loop that has closed since)
+            self._flush_on = loop
+            loop.call_soon(self._scheduled_flush)
+        if not wait:
+            return None
+        waiter = loop.create_future()  # one per caller: a caller cancelled cancels only its own wait
+        self._waiters.append(waiter)
+        return waiter
+
+    def _scheduled_flush(self) -> None:
+        self._flush_on = None
+        try:
+            self.flush()
+        except Exception as exc:  # the callers waiting for these events get the error; nobody else would
+            logger.error("could not write to the run store {}: {}", self.store, exc)
+
+    def flush(self) -> None:
+        """Write every pending event to the store now: durable when this returns.
+
+        When the write fails, the events stay pending (the next write tries them again) and the
+        error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
+        pending, waiters = self._pending, self._waiters
+        if waiters:
+            self._waiters = []
+        if pending:
+            self._pending = []
+            try:
+                assert self.store is not None
+                self.store.extend(pending)
+            except BaseException as exc:
+                self._pending = pending + self._pending
+                for waiter in waiters:
+                    if not waiter.done() and not waiter.get_loop().is_closed():
+                        waiter.set_exception(exc)
+                raise
+        for waiter in waiters:
+            if not waiter.done() and not waiter.get_loop().is_closed():
+                waiter.set_result(None)
 
     def notify(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "") -> RunEvent:
         """Tell the subscribers without logging (passing moments: a token streamed, a role thinking)."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
-        for fn in self._subscribers:
-            try:
-                fn(event)
-            except Exception as exc:
-                logger.warning("run event subscriber {!r} failed: {}", fn, exc)
+        if self._subscribers:
+            self._tell(event)
         return event
 
     def start(self, data: dict[str, Any]) -> None:
@@ -195,6 +294,8 @@ class RunLog:
     # ----------------------------------------------------------------- messages
     def recorded_message(self, sender: str, content: str, cause_by: str) -> str | None:
         """The id the log gave this message, if it is the sender's next recorded one (no new event)."""
+        if not self._messages:  # a new run: nothing recorded to meet again
+            return None
         with self._lock:
             queue = self._messages.get(sender)
             if not queue:
@@ -217,6 +318,8 @@ class RunLog:
         this request, and :class:`ReplayMissing` in replay mode when it holds none at all.
         """
         key = role or ""
+        if not self._calls and self.mode != "replay":  # a new run: nothing recorded to meet again
+            return None
         with self._lock:
             pending = self._calls.get(key)
             if pending:
@@ -235,8 +338,25 @@ class RunLog:
         return None
 
     def record_call(self, role: str, data: dict[str, Any]) -> None:
-        """Log one model call (answered, or failed with ``data["error"]``)."""
+        """Log one model call (answered, or failed with ``data["error"]``): in the store on return."""
         self.emit(LLM_CALL, data, role=role, force=True)
+
+    async def commit_call(self, role: str, data: dict[str, Any]) -> None:
+        """Log one answered model call and return once it is in the store (write-ahead: before the
+        answer is used). Calls answered in the same turn of the event loop share one write, unless
+        ``durability="call"``."""
+        if self.durability == "call":
+            self.record_call(role, data)
+            return
+        event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
+        written = None
+        if self.store is not None:
+            self._pending.append(event)
+            written = self._flush_soon(wait=True)
+        if self._subscribers:
+            self._tell(event)
+        if written is not None:
+            await written
 
     def pending_calls(self) -> int:
         """Recorded calls not met again yet."""
@@ -244,6 +364,6 @@ class RunLog:
 
 
 __all__ = [
-    "Mode", "RecordedCall", "RunLog", "acting", "current_action", "enter_action", "exit_action", "fingerprint",
-    "new_run_id",
+    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "current_action", "enter_action",
+    "exit_action", "fingerprint", "new_run_id",
 ]

@@ -1,6 +1,6 @@
 """The run store on PostgreSQL, for runs whose roles are spread over several processes or machines.
 
-Same four methods as :class:`~rolecast.store.RunStore`. Every worker of a distributed
+Same five methods as :class:`~rolecast.store.RunStore`. Every worker of a distributed
 run opens its own connection to the same database and appends to the same run; the
 sequence numbers of a run stay gapless and in append order because each append takes
 a transaction-scoped advisory lock on the run before numbering its event. Each append
@@ -13,13 +13,12 @@ runtime can ship it to its workers, which reconnect.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .errors import ConfigError, StoreError
-from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, run_infos
+from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, encode_data, run_infos
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (
@@ -81,21 +80,30 @@ class PostgresRunStore:
         return (PostgresRunStore, (self.dsn,))
 
     def append(self, event: RunEvent) -> RunEvent:
-        params = {
-            "run_id": event.run_id, "ts": event.ts, "kind": event.kind, "round": event.round,
-            "role": event.role, "data": json.dumps(event.data, ensure_ascii=False, default=str),
-        }
+        self.extend((event,))
+        return event
+
+    def extend(self, events: Sequence[RunEvent]) -> None:
+        if not events:
+            return
+        rows = [
+            {"run_id": e.run_id, "ts": e.ts, "kind": e.kind, "round": e.round, "role": e.role,
+             "data": encode_data(e.data)}
+            for e in events
+        ]
         with self._lock:
             try:
                 with self._db.transaction():
                     # one writer per run at a time: MAX(seq)+1 stays unique and gapless across workers
-                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (event.run_id,))
-                    row = self._db.execute(_APPEND, params).fetchone()
+                    # (the locks taken in one order, so two writers of the same runs cannot deadlock)
+                    for run_id in sorted({e.run_id for e in events}):
+                        self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
+                    seqs = [self._db.execute(_APPEND, params).fetchone() for params in rows]
             except self._psycopg.Error as exc:
                 raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
-        assert row is not None
-        event.seq = int(row[0])
-        return event
+        for event, row in zip(events, seqs, strict=True):
+            assert row is not None
+            event.seq = int(row[0])
 
     def _query(self, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -32,6 +32,16 @@ def test_framework_benchmark_quick():
     assert results["concurrency"]["model_calls"] == 20
 
 
+def test_store_benchmark_quick():
+    import bench_store
+
+    overhead, resumed = bench_store.overhead(30, 5, 3), bench_store.resume(10, 10)
+    # loose: the log must not multiply a run's cost (the figure to watch is in the full benchmark)
+    assert overhead["on_s"] < 3 * overhead["off_s"] + 0.05
+    assert overhead["per_call_s"] < 4 * overhead["off_s"] + 0.1
+    assert resumed["model_calls_first"] == 100 and resumed["model_calls_on_resume"] == 0
+
+
 def test_memory_benchmark_quick():
     import bench_memory
 

@@ -160,8 +160,11 @@ def test_a_killed_worker_is_restarted_and_repeats_no_finished_model_call(cluster
     marker, calls = str(tmp_path / "died"), str(tmp_path / "calls")
     llm = FunctionLLM(functools.partial(dying_echo, marker, calls))
     store = SQLiteRunStore(tmp_path / "runs.db")
+    # durability="call": each answer is committed alone, at once, so only the call in flight can be lost (the
+    # default commits the calls answered in one turn of a worker's event loop together: an instant model
+    # answers a worker's four roles in one turn, and the crash would lose the others' uncommitted answers too)
     team = simulation.build_team(12, llm=llm, runtime=RayRuntime(roles_per_actor=4, max_restarts=2),
-                                 store=store, run_id="sim-1")
+                                 store=store, run_id="sim-1", durability="call")
     try:
         got = team.run_sync(n_round=3, idea=simulation.TOPIC)
     finally:

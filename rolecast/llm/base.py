@@ -221,8 +221,8 @@ class BaseLLM(MetaGPTCalls, ABC):
             cost = self._record(messages, result.usage, result.text, reservation, meter)
         finally:
             costs.dismiss(alone)
-        if log is not None:
-            log.record_call(role, {
+        if log is not None:  # written (with every call answered in this turn) before the answer is used
+            await log.commit_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
                 "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
             })

@@ -21,13 +21,16 @@ REQUEST_PREVIEW = 2000  # characters of the last message kept in the log
 
 def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -> tuple[str, dict[str, Any]]:
     """The fingerprint of a call and the compact summary the log keeps."""
-    full = {
-        "kind": kind, "messages": messages,
-        **{k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
-           for k, v in params.items() if v is not None},
-    }
+    full: dict[str, Any] = {"kind": kind, "messages": messages}
+    for name, value in params.items():
+        if value is not None:
+            full[name] = value.model_dump(exclude_none=True) if isinstance(value, BaseModel) else value
     last = str(messages[-1].get("content") or "") if messages else ""
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+    system = ""
+    for message in messages:
+        if message.get("role") == "system":
+            system = str(message.get("content") or "")
+            break
     summary = {
         "kind": kind,
         "n_messages": len(messages),
