@@ -236,7 +236,8 @@ class Environment(Model):
                 log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
             self.bus.outbox = []
             try:
-                turns = (logged_turn(role, log) for role in active) if log is not None else (r.run() for r in active)
+                turns = ((logged_turn(role, log, store_start=False) for role in active) if log is not None
+                         else (r.run() for r in active))
                 results = await asyncio.gather(*turns, return_exceptions=True)
             finally:
                 outbox, self.bus.outbox = self.bus.outbox or [], None

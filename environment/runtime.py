@@ -97,9 +97,17 @@ class Router:
 
 
 
-async def logged_turn(role: Role, log: RunLog) -> Message | None:
-    """One role's turn, logged: started, then finished (with its message) or failed (every runtime)."""
-    log.emit(TURN_STARTED, role=role.name)
+async def logged_turn(role: Role, log: RunLog, *, store_start: bool = True) -> Message | None:
+    """One role's turn, logged: started, then finished (with its message) or failed (every runtime).
+
+    ``store_start=False``: the round's start already lists this turn (the in-process runtime starts
+    every turn of a round at once, and its ``round_started`` names them), so the start is only passed
+    to the log's subscribers (a console, traces), not written again.
+    """
+    if store_start:
+        log.emit(TURN_STARTED, role=role.name)
+    else:
+        log.notify(TURN_STARTED, role=role.name)
     try:
         rsp = await role.run()
     except BaseException as exc:

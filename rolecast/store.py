@@ -3,8 +3,11 @@
 A run is a sequence of :class:`RunEvent` records — run started, round begun, message
 published, model call answered, role turn started / finished / failed, round ended,
 run stopped — each with the run's id, a sequence number, the round and the role it
-belongs to, and a JSON payload. The log is the single source of truth for resuming a
-run, replaying it with no model, and inspecting it (``rolecast runs ...``).
+belongs to, and a JSON payload. A turn's start is the round's start when the round
+starts every turn at once (in process: ``round_started`` lists the roles it starts), and
+a ``turn_started`` event of its own where turns start apart (the Ray runtime's workers).
+The log is the single source of truth for resuming a run, replaying it with no model,
+and inspecting it (``rolecast runs ...``).
 
 :class:`RunStore` is deliberately narrow — ``append``, ``extend`` (a batch in one
 transaction), ``events``, ``runs``, ``close`` — so that a PostgreSQL store (for runs

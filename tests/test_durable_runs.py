@@ -61,10 +61,14 @@ async def test_every_message_model_call_turn_and_round_is_logged_in_order():
     kinds = [e.kind for e in events if (e.round, e.role) not in idle]  # turns of roles with nothing to do
     assert kinds == [
         "run_started", "message",
-        "round_started", "turn_started", "llm_call", "message", "turn_finished", "round_finished",
-        "round_started", "turn_started", "llm_call", "message", "turn_finished", "round_finished",
+        "round_started", "llm_call", "message", "turn_finished", "round_finished",
+        "round_started", "llm_call", "message", "turn_finished", "round_finished",
         "run_stopped",
     ]
+    # each round's start names the turns it starts (every role with news); each turn's end is logged
+    rounds = [e for e in events if e.kind == "round_started"]
+    assert [e.data["roles"] for e in rounds] == [["Writer"], ["Checker"]]
+    assert [(e.round, e.role) for e in events if e.kind == "turn_finished"] == [(1, "Writer"), (2, "Checker")]
     assert [m.data["message"]["sent_from"] for m in store.events(team.run_id, [MESSAGE])] == [
         "user", "Writer", "Checker",
     ]
