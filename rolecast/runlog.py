@@ -213,7 +213,8 @@ class RunLog:
         ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
-            self._pending.append(event)
+            with self._lock:  # (a thread's event must not slip past a write taking the list)
+                self._pending.append(event)
             if kind in DURABLE_KINDS:
                 self.flush()
             else:
@@ -262,16 +263,19 @@ class RunLog:
 
         When the write fails, the events stay pending (the next write tries them again) and the
         error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
-        pending, waiters = self._pending, self._waiters
-        if waiters:
-            self._waiters = []
+        with self._lock:
+            pending, waiters = self._pending, self._waiters
+            if waiters:
+                self._waiters = []
+            if pending:
+                self._pending = []
         if pending:
-            self._pending = []
             try:
                 assert self.store is not None
                 self.store.extend(pending)
             except BaseException as exc:
-                self._pending = pending + self._pending
+                with self._lock:
+                    self._pending = pending + self._pending
                 for waiter in waiters:
                     if not waiter.done() and not waiter.get_loop().is_closed():
                         waiter.set_exception(exc)
@@ -351,7 +355,8 @@ class RunLog:
         event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
         written = None
         if self.store is not None:
-            self._pending.append(event)
+            with self._lock:
+                self._pending.append(event)
             written = self._flush_soon(wait=True)
         if self._subscribers:
             self._tell(event)
