@@ -16,15 +16,18 @@ from rolecast.models import Model
 from rolecast.runlog import RunLog
 from rolecast.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
+from roles.context import SkipLedger
+from roles.inbox import hears_everything
 
 from .runtime import Runtime, logged_turn
 
 
 class _BusState:
     """What every publish and round reads: the round's outbox (None between rounds), the run log,
-    the roles whose inbox received something since their last turn, and each role's place in the order."""
+    the roles whose inbox received something since their last turn, each role's place in the order,
+    and the watcher index (see :meth:`Environment.rewire_role`)."""
 
-    __slots__ = ("outbox", "rank", "ready", "run_log", "skipped")
+    __slots__ = ("hear_all", "ledger", "outbox", "rank", "ready", "run_log", "skipped", "watched", "watchers")
 
     def __init__(self) -> None:
         self.outbox: list[Message] | None = None
@@ -32,6 +35,13 @@ class _BusState:
         self.ready: dict[str, Role] = {}
         self.skipped: dict[str, Role] = {}  # roles that received only what they cannot react to
         self.rank: dict[str, int] = {}
+        #: cause_by → the roles that watch it (by id), and each role's indexed causes
+        self.watchers: dict[str, dict[int, Role]] = {}
+        self.watched: dict[int, frozenset[str]] = {}
+        #: the roles every message is handed to (see :func:`roles.inbox.hears_everything`)
+        self.hear_all: dict[int, Role] = {}
+        #: the broadcasts counted as ignored by the roles they were not handed to
+        self.ledger = SkipLedger()
 
 
 class Environment(Model):
@@ -40,7 +50,8 @@ class Environment(Model):
     Routing is an index lookup: ``send_to`` names (a role's name, profile or class
     path) map straight to the roles; ``"<all>"`` reaches every role. The sender never
     receives its own message. Each role filters what it receives by what it watches
-    (see :meth:`roles.Role._observe`).
+    (see :meth:`roles.Role._observe`); a broadcast is handed only to the roles that watch
+    its cause, the others counting it as received and ignored (see :meth:`rewire_role`).
 
     ``on_error``: ``"stop"`` (default) re-raises the first failure of a round after
     every role has finished its turn; ``"continue"`` records failures in ``errors``
@@ -94,9 +105,50 @@ class Environment(Model):
         bus.rank.setdefault(role.name, len(bus.rank))
         role.set_env(self)
         self.set_addresses(role, role.addresses)
-        role.rc.msg_buffer.set_listener(lambda news: self._mark(role, news))
+        self.rewire_role(role)
+
+    def rewire_role(self, role: Role) -> None:
+        """(Re)wire a member's context: its inbox's listener and ledger, and what it watches.
+
+        A broadcast is handed only to the roles that watch its ``cause_by`` (and to those that
+        :func:`~roles.inbox.hears_everything`); every other role counts it as ignored through
+        the bus's :class:`~roles.context.SkipLedger`, as if it had received and dropped it. The
+        role tells the environment when its watch list, context or
+        ``observe_all_msg_from_buffer`` changes, and this brings the index up to date.
+        """
+        if self.roles.get(role.name) is not role:
+            return
+        rc = role.rc
+        if rc.env is None:  # a new context for a role still in this environment
+            rc.env = self
+        inbox = rc.msg_buffer
+        inbox.set_listener(lambda news: self._mark(role, news))
+        inbox.set_ledger(self.bus.ledger)
+        rc.set_watch_listener(lambda: self._index_watch(role))
+        self._index_watch(role)
         if not role.is_idle:  # e.g. a restored role with messages in its inbox
             self._mark_ready(role)
+
+    def _index_watch(self, role: Role) -> None:
+        """Index ``role`` under the causes it watches now (or among those handed everything)."""
+        bus = self.bus
+        key = id(role)
+        for cause in bus.watched.pop(key, ()):
+            watchers = bus.watchers.get(cause)
+            if watchers is not None:
+                watchers.pop(key, None)
+                if not watchers:
+                    del bus.watchers[cause]
+        bus.hear_all.pop(key, None)
+        if self.roles.get(role.name) is not role:
+            return
+        if hears_everything(role):
+            bus.hear_all[key] = role
+            return
+        causes = frozenset(role.rc.watch)
+        bus.watched[key] = causes
+        for cause in causes:
+            bus.watchers.setdefault(cause, {})[key] = role
 
     def _mark_ready(self, role: Role) -> None:
         self.bus.ready[role.name] = role
@@ -111,6 +163,7 @@ class Environment(Model):
         skipped, bus.skipped = bus.skipped, {}
         for role in skipped.values():
             role.rc.msg_buffer.drop_ignored()
+        bus.ledger.drop()
         ready, bus.ready = bus.ready, {}
         active = [role for role in ready.values() if not role.is_idle]
         if len(active) > 1:
@@ -182,8 +235,12 @@ class Environment(Model):
         if self.runtime is not None:
             self.runtime.deliver(message)
             return
-        if MESSAGE_ROUTE_TO_ALL in message.send_to:
-            targets: Iterable[Role] = self.roles.values()
+        send_to = message.send_to
+        if MESSAGE_ROUTE_TO_ALL in send_to:
+            if len(send_to) == 1 and MESSAGE_ROUTE_TO_ALL not in self._by_address:
+                self._broadcast(message)
+                return
+            targets: Iterable[Role] = self.roles.values()  # also addressed by name: every role checks
         else:
             found: dict[int, Role] = {}
             for address in message.send_to:
@@ -197,6 +254,31 @@ class Environment(Model):
         for role in targets:
             if role.name != sender:
                 role.put_message(message)
+
+    def _broadcast(self, message: Message) -> None:
+        """Hand a broadcast to the roles that watch it (see :meth:`rewire_role`); the others count it as ignored."""
+        bus = self.bus
+        sender = message.sent_from
+        handed: list[Role] = []
+        watchers = bus.watchers.get(message.cause_by)
+        if watchers:
+            for role in watchers.values():
+                if role.name != sender:
+                    role.rc.msg_buffer.push_screened(message)  # what its put_message would do
+                    handed.append(role)
+        for role in list(bus.hear_all.values()) if bus.hear_all else ():
+            if role.name != sender:
+                role.put_message(message)
+                handed.append(role)
+        own = self.roles.get(sender)
+        if own is not None and own.name == sender:
+            handed.append(own)  # not sent to itself
+        ignorers = len(self.roles) - len(handed)
+        if ignorers > 0:
+            ledger = bus.ledger
+            ledger.add(ignorers)
+            for role in handed:
+                role.rc.msg_buffer.credit(ledger)
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
@@ -212,7 +294,7 @@ class Environment(Model):
         if self.runtime is not None:
             return self.runtime.is_idle
         bus = self.bus
-        return not bus.skipped and all(role.is_idle for role in bus.ready.values())
+        return not bus.skipped and not bus.ledger.ignorers and all(role.is_idle for role in bus.ready.values())
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:

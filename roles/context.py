@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from enum import Enum
 from typing import Any
 
 from loguru import logger
-from pydantic import ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, field_validator
 from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
@@ -27,6 +28,108 @@ class RoleReactMode(str, Enum):
         return [m.value for m in cls]
 
 
+class WatchSet(set[str]):
+    """A role's watch list (``rc.watch``): a set that tells its listener (the environment's watcher
+    index, see :meth:`RoleContext.set_watch_listener`) whenever it changes in place. A copy or a
+    pickled one leaves the listener behind."""
+
+    __slots__ = ("_on_change",)
+
+    def __init__(self, items: Iterable[str] = ()) -> None:
+        super().__init__(items)
+        self._on_change: Callable[[], None] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WatchSet, (list(self),))
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    def add(self, element: str) -> None:
+        super().add(element)
+        self._changed()
+
+    def discard(self, element: object) -> None:
+        super().discard(element)
+        self._changed()
+
+    def remove(self, element: str) -> None:
+        super().remove(element)
+        self._changed()
+
+    def pop(self) -> str:
+        element = super().pop()
+        self._changed()
+        return element
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+    def update(self, *others: Iterable[str]) -> None:
+        super().update(*others)
+        self._changed()
+
+    def difference_update(self, *others: Iterable[Any]) -> None:
+        super().difference_update(*others)
+        self._changed()
+
+    def intersection_update(self, *others: Iterable[Any]) -> None:
+        super().intersection_update(*others)
+        self._changed()
+
+    def symmetric_difference_update(self, other: Iterable[str]) -> None:
+        super().symmetric_difference_update(other)
+        self._changed()
+
+    def __ior__(self, other: AbstractSet[str]) -> WatchSet:  # type: ignore[override,misc]
+        super().__ior__(other)
+        self._changed()
+        return self
+
+    def __iand__(self, other: AbstractSet[object]) -> WatchSet:
+        super().__iand__(other)
+        self._changed()
+        return self
+
+    def __isub__(self, other: AbstractSet[object]) -> WatchSet:
+        super().__isub__(other)
+        self._changed()
+        return self
+
+    def __ixor__(self, other: AbstractSet[str]) -> WatchSet:  # type: ignore[override,misc]
+        super().__ixor__(other)
+        self._changed()
+        return self
+
+
+class SkipLedger:
+    """The broadcasts an environment handed only to the roles that watch them (or are addressed),
+    kept once for all the others: each of those inboxes counts them as ignored (see
+    :meth:`MessageQueue.ignore`) without being called for each one. ``count`` broadcasts since the
+    round began (``epoch``), which ``ignorers`` inboxes in all counted as ignored."""
+
+    __slots__ = ("count", "epoch", "ignorers")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.epoch = 0
+        self.ignorers = 0
+
+    def add(self, ignorers: int) -> None:
+        """A broadcast that ``ignorers`` roles were not handed (the handed ones are :meth:`MessageQueue.credit`-ed)."""
+        self.count += 1
+        self.ignorers += ignorers
+
+    def drop(self) -> None:
+        """Every inbox forgets what it ignored (the scheduler's next round; see :meth:`MessageQueue.drop_ignored`)."""
+        if self.count:
+            self.epoch += 1
+            self.count = 0
+            self.ignorers = 0
+
+
 class MessageQueue:
     """A role's inbox, read at the start of its turn.
 
@@ -39,6 +142,11 @@ class MessageQueue:
     every role every round. A message the role cannot react to is only counted
     (:meth:`ignore`): the inbox is not empty, as in MetaGPT, until the next round drops
     it, and the role takes no turn for it.
+
+    The broadcasts the environment did not hand to this inbox (it neither watches them nor is
+    addressed) count as ignored too, through the environment's :class:`SkipLedger`: the
+    ledger's broadcasts since this inbox last read or dropped them, less the ones it was
+    handed or sent itself (:meth:`credit`).
     """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
@@ -48,16 +156,53 @@ class MessageQueue:
         #: every waiting message came through :meth:`push_screened` (the role's own check at
         #: delivery), so the turn that reads them need not check them again
         self.screened = not self._queue
+        self._ledger: SkipLedger | None = None
+        # the ledger's epoch and count when this inbox last read, and how many of the ledger's
+        # broadcasts since then were not ignored by it
+        self._epoch = 0
+        self._base = 0
+        self._credit = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        # the listener is the environment of this process: a copy shipped elsewhere gets its own
+        # the listener and the ledger are the environment's of this process: a copy shipped
+        # elsewhere gets its own, and keeps the count of what it ignored
         state = dict(self.__dict__)
-        state["_listener"] = None
+        state["_ignored"] = self._ignored + self._skipped()
+        state["_listener"] = state["_ledger"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("screened", False)
+        for key in ("_ledger", "_epoch", "_base", "_credit"):
+            state.setdefault(key, None if key == "_ledger" else 0)
         self.__dict__.update(state)
+
+    def set_ledger(self, ledger: SkipLedger | None) -> None:
+        """Count ``ledger``'s broadcasts from now on as ignored unless :meth:`credit`-ed (None: none)."""
+        self._ledger = ledger
+        self._read_ledger()
+
+    def credit(self, ledger: SkipLedger) -> None:
+        """The ledger's newest broadcast was not ignored by this inbox (handed to it, or its own)."""
+        if ledger is not self._ledger:
+            return
+        if self._epoch != ledger.epoch:  # nothing read or credited since the round began
+            self._epoch, self._base, self._credit = ledger.epoch, 0, 0
+        self._credit += 1
+
+    def _read_ledger(self) -> None:
+        ledger = self._ledger
+        if ledger is not None:
+            self._epoch, self._base, self._credit = ledger.epoch, ledger.count, 0
+
+    def _skipped(self) -> int:
+        """The ledger's broadcasts this inbox counts as ignored."""
+        ledger = self._ledger
+        if ledger is None:
+            return 0
+        if self._epoch != ledger.epoch:
+            return ledger.count
+        return ledger.count - self._base - self._credit
 
     def set_listener(self, listener: Callable[[bool], None] | None) -> None:
         """Call ``listener(True)`` when a push finds the inbox empty and after a requeue, and
@@ -98,6 +243,7 @@ class MessageQueue:
     def drop_ignored(self) -> None:
         """Forget the ignored messages (the scheduler does, at the next round)."""
         self._ignored = 0
+        self._read_ledger()
 
     def pop(self) -> Message | None:
         """The oldest readable message, or None."""
@@ -108,6 +254,8 @@ class MessageQueue:
         items = list(self._queue)
         self._queue.clear()
         self._ignored = 0
+        if self._ledger is not None:
+            self._read_ledger()
         self.screened = True
         return items
 
@@ -139,7 +287,7 @@ class MessageQueue:
 
     def empty(self) -> bool:
         """Nothing received since the last read (ignored messages count until they are dropped)."""
-        return not self._queue and not self._ignored
+        return not self._queue and not self._ignored and not (self._ledger is not None and self._skipped())
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -155,10 +303,35 @@ class RoleContext(Model):
     memory: Memory = Field(default_factory=Memory)
     state: int = -1
     todo: Action | None = Field(default=None, exclude=True)
-    watch: set[str] = Field(default_factory=set)
+    watch: set[str] = Field(default_factory=WatchSet)
     news: list[Message] = Field(default_factory=list, exclude=True)
     react_mode: RoleReactMode = RoleReactMode.REACT
     max_react_loop: int = 1
+
+    @field_validator("watch", mode="after")
+    @classmethod
+    def _watch_set(cls, value: set[str]) -> WatchSet:
+        return value if isinstance(value, WatchSet) else WatchSet(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name != "watch":
+            super().__setattr__(name, value)
+            return
+        # a new watch list keeps the old one's listener, and tells it
+        old = self.__dict__.get("watch")
+        listener = old._on_change if isinstance(old, WatchSet) else None
+        watch = WatchSet(value)
+        watch._on_change = listener
+        super().__setattr__(name, watch)
+        if listener is not None:
+            listener()
+
+    def set_watch_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` whenever the watch list changes (assigned, or changed in place)."""
+        watch = self.watch
+        if not isinstance(watch, WatchSet):  # put in the instance's dict past validation
+            watch = self.__dict__["watch"] = WatchSet(watch)
+        watch._on_change = listener
 
     @property
     def important_memory(self) -> list[Message]:
@@ -170,4 +343,4 @@ class RoleContext(Model):
         return self.memory.get()
 
 
-__all__ = ["MessageQueue", "RoleContext", "RoleReactMode"]
+__all__ = ["MessageQueue", "RoleContext", "RoleReactMode", "SkipLedger", "WatchSet"]

@@ -3,7 +3,7 @@ of its turn (``_observe``), remembers and publishes. A mixin of :class:`~roles.R
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -13,6 +13,22 @@ from .context import RoleContext
 
 #: Role classes → whether they override ``_observe`` (then they receive every message delivered)
 _OWN_OBSERVE: dict[type, bool] = {}
+#: Role classes → whether they override ``_observe`` or ``put_message`` (see :func:`hears_everything`)
+_OWN_INBOX: dict[type, bool] = {}
+#: attributes whose change the environment's watcher index hears of (see :meth:`Inbox.__setattr__`)
+_WIRED = frozenset({"rc", "observe_all_msg_from_buffer"})
+
+
+def hears_everything(role: Inbox) -> bool:
+    """Whether every message delivered must reach ``role.put_message``: its class overrides
+    ``put_message`` or ``_observe``, or it remembers everything (``observe_all_msg_from_buffer``).
+    An environment hands any other role only the broadcasts it watches (see
+    :meth:`environment.Environment.rewire_role`)."""
+    cls = type(role)
+    own = _OWN_INBOX.get(cls)
+    if own is None:
+        own = _OWN_INBOX[cls] = cls._observe is not Inbox._observe or cls.put_message is not Inbox.put_message
+    return own or role.observe_all_msg_from_buffer
 
 
 class Inbox:
@@ -29,6 +45,19 @@ class Inbox:
         @property
         def _setting(self) -> str: ...
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _WIRED:
+            super().__setattr__(name, value)
+            return
+        # a new context (its watch list and inbox) or a new observe_all_msg_from_buffer: the
+        # environment's watcher index is brought up to date
+        old = self.__dict__.get("rc")
+        super().__setattr__(name, value)
+        env = old.env if old is not None else None
+        rewire = getattr(env, "rewire_role", None)
+        if callable(rewire):
+            rewire(self)
+
     def put_message(self, message: Message | None) -> None:
         """Put a message into this role's inbox (read at its next turn).
 
@@ -36,6 +65,10 @@ class Inbox:
         role is not idle until the next round drops it) and not kept: it would be read and
         dropped at a turn taken for nothing. A role that
         overrides ``_observe``, or sets ``observe_all_msg_from_buffer``, receives everything.
+
+        An environment calls this for the broadcasts a role watches and the messages addressed
+        to it; it counts the other broadcasts as ignored for the role without calling it (see
+        :class:`~roles.context.SkipLedger`), unless the role :func:`hears_everything`.
         """
         if message is None:
             return
@@ -137,4 +170,4 @@ class Inbox:
         self.rc.msg_buffer.requeue(news)
 
 
-__all__ = ["Inbox"]
+__all__ = ["Inbox", "hears_everything"]

@@ -26,6 +26,10 @@ def test_framework_benchmark_quick():
     small, large = results["chains"][0], results["chains"][-1]
     assert large["roles"] == 4 * small["roles"]
     assert large["us_per_handover"] < 3 * small["us_per_handover"] + 300
+    # a broadcast is handed only to the roles that watch it: with 8x the roles, about the same per hand-over
+    small, large = results["broadcast_chains"]
+    assert large["roles"] == 8 * small["roles"]
+    assert large["us_per_handover"] < 3 * small["us_per_handover"] + 300
     assert results["react_step"]["us_per_step"] < 2000
     # 20 concurrent 50 ms calls: far closer to 50 ms than to the 1 s of running them in turn
     assert results["concurrency"]["wall_s"] < 0.5
