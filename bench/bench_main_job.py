@@ -125,7 +125,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                      "prompt_tokens_per_s": med["n_p_eval"] / med["t_p_eval_s"] if med["t_p_eval_s"] else None,
                      "digests": sorted({r["digest"] for r in mine})}
     on, off = [r for r in rows if r["side"] == "on"], [r for r in rows if r["side"] == "off"]
-    pairs = [b["wall_s"] / a["wall_s"] for a, b in zip(on, off)]
+    pairs = [b["wall_s"] / a["wall_s"] for a, b in zip(on, off, strict=False)]
     if pairs:
         out["off_over_on"] = {"median": statistics.median(pairs), "min": min(pairs), "max": max(pairs)}
     out["same_conversation"] = len({r["digest"] for r in rows}) == 1
@@ -142,8 +142,9 @@ def report(s: dict[str, Any]) -> str:
             f"{label}: wall median {x['wall_median_s']:.1f} s (min {x['wall_min_s']:.1f}, max {x['wall_max_s']:.1f}; "
             f"{x['runs']} runs), {x['n_calls']:.0f} calls, {x['prompt_tokens']:.0f} prompt tokens "
             f"({x['n_p_eval']:.0f} evaluated), {x['generated_tokens']:.0f} generated",
-            f"    imports {x['imports_s']:.1f} s | model load {x['load_s']:.1f} s | prompt eval {x['t_p_eval_s']:.1f} s "
-            f"({x['prompt_tokens_per_s'] or 0:.0f} tok/s) | generation {x['t_eval_s']:.1f} s "
+            f"    imports {x['imports_s']:.1f} s | model load {x['load_s']:.1f} s | "
+            f"prompt eval {x['t_p_eval_s']:.1f} s ({x['prompt_tokens_per_s'] or 0:.0f} tok/s) | "
+            f"generation {x['t_eval_s']:.1f} s "
             f"({x['gen_tokens_per_s'] or 0:.1f} tok/s) | other {x['other_s']:.1f} s",
         ]
     if "off_over_on" in s:
