@@ -17,8 +17,8 @@ YAML file named by ``ROLECAST_CONFIG``:
 Every run also reports where its time went, from llama.cpp's own counters: interpreter
 start and imports, model load, prompt evaluation (batches), generation (one token at a
 time), and the rest (framework, sampling, saving and restoring states, exit). Both sides
-must hold the same conversation (a digest of it is compared): prompt reuse never changes
-an answer. Writes ``bench/results/main_job.json``.
+must hold the same conversation (a digest of the answers the roles got is compared):
+prompt reuse never changes an answer. Writes ``bench/results/main_job.json``.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def child(idea: str) -> None:
     from rolecast.llm import local
 
     calls: list[dict[str, Any]] = []
+    answers: list[str] = []  # the answers as the roles got them (a loop's copies trimmed)
     loads: list[float] = []
-    run_call, load = local.LocalLLM._run, local._load
+    run_call, complete, load = local.LocalLLM._run, local.LocalLLM._complete, local._load
 
     def timed_load(*args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
@@ -64,12 +65,17 @@ def child(idea: str) -> None:
     def counted_run(self: Any, kwargs: dict[str, Any], key: Any) -> dict[str, Any]:
         response = run_call(self, kwargs, key)
         usage = response.get("usage") or {}
-        content = response["choices"][0]["message"].get("content") or ""
-        calls.append({"prompt": int(usage.get("prompt_tokens") or 0), "completion": int(usage.get("completion_tokens")
-                      or 0), "digest": hashlib.blake2b(content.encode(), digest_size=8).hexdigest()})
+        calls.append({"prompt": int(usage.get("prompt_tokens") or 0),
+                      "completion": int(usage.get("completion_tokens") or 0)})
         return response
 
-    local._load, local.LocalLLM._run = timed_load, counted_run  # type: ignore[method-assign]
+    async def kept_complete(self: Any, *args: Any, **kwargs: Any) -> Any:
+        completion = await complete(self, *args, **kwargs)
+        answers.append(completion.text)
+        return completion
+
+    local._load = timed_load
+    local.LocalLLM._run, local.LocalLLM._complete = counted_run, kept_complete  # type: ignore[method-assign]
     sys.argv = [str(EXAMPLE), idea]
     imported = time.perf_counter()
     try:
@@ -83,8 +89,7 @@ def child(idea: str) -> None:
                 perf = {"n_p_eval": int(p.n_p_eval), "t_p_eval_s": p.t_p_eval_ms / 1000,
                         "n_eval": int(p.n_eval), "t_eval_s": p.t_eval_ms / 1000}
         out = {"imports_s": imported - started, "job_s": done - imported, "load_s": sum(loads), "calls": calls,
-               **perf, "digest": hashlib.blake2b(json.dumps([c["digest"] for c in calls]).encode(),
-                                                 digest_size=8).hexdigest()}
+               **perf, "digest": hashlib.blake2b(json.dumps(answers).encode(), digest_size=8).hexdigest()}
         print(MARK + json.dumps(out), flush=True)
 
 
