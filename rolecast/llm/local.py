@@ -59,7 +59,7 @@ from .prefix_cache import (
     conversation_key,
     llama_ops,
 )
-from .repetition import RepetitionStop, trim_repetition
+from .repetition import RepetitionStop
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -394,7 +394,7 @@ class LocalLLM(BaseLLM):
                 kwargs["response_format"] = {"type": "json_object"}
         completion = await self._call(kwargs, stop)
         if stopper is not None and stopper.fired:  # it looped: keep one copy, say why it ended
-            completion.text = trim_repetition(completion.text)
+            completion.text = stopper.trim(completion.text, self._loaded().llama.detokenize)
             completion.finish_reason = "repetition"
         return completion
 
