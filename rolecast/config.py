@@ -101,9 +101,9 @@ class LocalConfig(_ProviderConfig):
     provider: Literal["local"] = "local"
     model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
     n_ctx: int = 8192
-    n_threads: int | None = Field(default=None, ge=1, description="threads generating; default: half the cores")
+    n_threads: int | None = Field(default=None, description="threads generating; default: half the cores")
     n_threads_batch: int | None = Field(
-        default=None, ge=1, description="threads evaluating prompts; default: as many as n_threads",
+        default=None, description="threads evaluating prompts; default: as many as n_threads",
     )
     prefix_cache_mib: float = Field(
         default=256.0, ge=0,

@@ -74,5 +74,3 @@ def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pyte
     assert threads(None) == (1, 1)
     config = LLMConfig(n_threads_batch=2)  # a local-only option: it means the local provider
     assert config.provider == "local" and config.n_threads_batch == 2
-    with pytest.raises(ConfigError):
-        LLMConfig(n_threads=0)
