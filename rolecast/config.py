@@ -101,7 +101,10 @@ class LocalConfig(_ProviderConfig):
     provider: Literal["local"] = "local"
     model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
     n_ctx: int = 8192
-    n_threads: int | None = None
+    n_threads: int | None = Field(default=None, description="threads generating; default: half the cores")
+    n_threads_batch: int | None = Field(
+        default=None, description="threads evaluating prompts; default: as many as n_threads",
+    )
     prefix_cache_mib: float = Field(
         default=256.0, ge=0,
         description="memory for the per-role saved prompt states (0 = re-read every prompt)",
@@ -144,7 +147,7 @@ def infer_provider(data: Any) -> str:
     if provider:
         return provider if provider in (*BUILTIN_PROVIDERS, "auto") else "plugin"
     model = data.get("model") or ""
-    local_keys = ("n_ctx", "n_threads", "prefix_cache_mib")
+    local_keys = ("n_ctx", "n_threads", "n_threads_batch", "prefix_cache_mib")
     if data.get("model_path") or str(model).endswith(".gguf") or any(k in data for k in local_keys):
         return "local"
     if data.get("api_key") is not None or data.get("base_url") or model:

@@ -77,3 +77,17 @@ def test_loops_benchmark_quick(tmp_path: Path) -> None:
         assert constrained["parsed"] == 1.0, constrained
         assert constrained["valid_args"] in (None, 1.0), constrained
     assert json.loads((tmp_path / "loops.json").read_text())["rows"] == result["rows"]
+
+
+@pytest.mark.integration
+def test_main_job_benchmark_once(tmp_path: Path) -> None:
+    """bench/bench_main_job.py --runs 1: the README job holds the same conversation with prompt reuse on and off."""
+    import bench_main_job
+
+    result = bench_main_job.main(["--runs", "1", "--out", str(tmp_path / "main_job.json")])
+    on, off = (next(r for r in result["rows"] if r["side"] == side) for side in ("on", "off"))
+    assert result["summary"]["same_conversation"] and on["digest"] == off["digest"]
+    assert on["n_calls"] == off["n_calls"] > 0
+    assert on["generated_tokens"] == off["generated_tokens"] > 0
+    assert on["prompt_tokens"] == off["prompt_tokens"]
+    assert on["n_p_eval"] < off["n_p_eval"]  # on: each role's next prompt evaluated from its saved chunks

@@ -61,3 +61,16 @@ def test_from_config_takes_a_gguf_path(tmp_path: Path) -> None:
     assert llm.free
     with pytest.raises(ConfigError, match="does not exist"):
         local.LocalLLM.from_config(LLMConfig(model_path=str(tmp_path / "missing.gguf")))
+
+
+def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rolecast.llm.llama_threads import threads
+
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert threads(None) == (4, 4)
+    assert threads(3) == (3, 3)
+    assert threads(None, 8) == (4, 8)
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert threads(None) == (1, 1)
+    config = LLMConfig(n_threads_batch=2)  # a local-only option: it means the local provider
+    assert config.provider == "local" and config.n_threads_batch == 2

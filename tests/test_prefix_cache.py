@@ -11,6 +11,7 @@ import pytest
 from rolecast.config import LLMConfig, LocalConfig
 from rolecast.context import Context
 from rolecast.errors import ConfigError
+from rolecast.llm import prefix_cache
 from rolecast.llm.prefix_cache import PrefixCache, SavedState, conversation_key
 
 
@@ -70,6 +71,35 @@ def test_a_new_key_gets_the_initial_sampling_seed_not_the_last_callers() -> None
     assert llama._seed == 7
     cache.begin(llama, "alice")
     assert llama._seed == 12345
+
+
+def seeds_after(cache: PrefixCache, llama: FakeLlama, script: list[tuple[str, int]]) -> list[int]:
+    """Calls by the keys in ``script``, each moving the running seed on by its number; the seed each started with."""
+    started = []
+    for key, step in script:
+        cache.begin(llama, key)
+        started.append(llama._seed)
+        llama._seed, llama.tokens = llama._seed + step, [step] * 4  # what llama-cpp-python does without a seed
+        cache.end(llama, key)
+    return started
+
+
+def test_a_keys_running_seed_does_not_depend_on_the_budget_eviction_or_clearing() -> None:
+    script = [("alice", 10), ("bob", 100), ("alice", 1000), ("bob", 1), ("alice", 2)]
+    kept = seeds_after(fake_cache(10**6), FakeLlama(), script)
+    assert kept == [7, 7, 17, 107, 1017]  # each key's own chain, from the initial seed
+    assert seeds_after(fake_cache(0), FakeLlama(), script) == kept  # reuse off: no state, same seeds
+    assert seeds_after(fake_cache(budget=400, bytes_per_token=100), FakeLlama(), script) == kept  # one state fits
+    cleared, llama = fake_cache(10**6), FakeLlama()
+    seeds_after(cleared, llama, script[:2])
+    cleared.clear()
+    assert seeds_after(cleared, llama, script[2:]) == kept[2:]
+
+
+def test_the_running_seeds_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prefix_cache, "SEED_KEYS", 2)
+    cache, llama = fake_cache(0), FakeLlama()
+    assert seeds_after(cache, llama, [("a", 1), ("b", 1), ("a", 1), ("c", 1), ("a", 1), ("b", 1)]) == [7, 7, 8, 7, 9, 7]
 
 
 def test_least_recently_used_states_are_evicted_beyond_the_budget() -> None:

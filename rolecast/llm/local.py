@@ -25,7 +25,6 @@ import asyncio
 import atexit
 import importlib.util
 import json
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from dataclasses import dataclass
@@ -51,6 +50,8 @@ from .base import (
     truncate_at_stop,
 )
 from .exceptions import llama_errors, llama_load_errors
+from .llama_threads import import_llama_cpp as _llama_cpp
+from .llama_threads import threads
 from .prefix_cache import (
     DEFAULT_PREFIX_CACHE_MIB,
     PREFIX_CHUNK,
@@ -59,7 +60,7 @@ from .prefix_cache import (
     conversation_key,
     llama_ops,
 )
-from .repetition import RepetitionStop, trim_repetition
+from .repetition import RepetitionStop
 
 INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -102,20 +103,6 @@ def _require_llama_cpp() -> None:
         raise ConfigError(f"the local model needs llama-cpp-python, which is not installed: {INSTALL_HINT}")
 
 
-def _llama_cpp() -> Any:
-    """Import llama_cpp, first making its OpenMP threads sleep (not spin) while they wait.
-
-    Spinning OpenMP workers fight every other busy thread for the cores: on a shared
-    2-core machine prompt evaluation measured 3x slower. libgomp reads the variable
-    when the library loads, so this only works before the first import; a value the
-    user set wins.
-    """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import llama_cpp
-
-    return llama_cpp
-
-
 # --------------------------------------------------------------------- model cache
 @dataclass
 class _Loaded:
@@ -134,7 +121,7 @@ _GRAMMARS_LOCK = threading.Lock()
 
 def _load(
     path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB, *,
-    embedding: bool = False,
+    embedding: bool = False, n_threads_batch: int | None = None,
 ) -> _Loaded:
     """The model at ``path``, loading it on first use (once per process, whatever the caller).
 
@@ -149,14 +136,17 @@ def _load(
         _require_llama_cpp()
         Llama = _llama_cpp().Llama
 
-        logger.info("loading local model {} (n_ctx={})", path, n_ctx)
+        n_gen, n_batch = threads(n_threads, n_threads_batch)
+        logger.info("loading local model {} (n_ctx={}, threads={}/{})", path, n_ctx, n_gen, n_batch)
         with llama_load_errors(path):
-            # n_threads None = llama.cpp's default (half the cores): its threads spin while they
-            # wait, so taking every core slows everything down when other work shares the machine
+            # half the cores by default, not all: taking every core slows everything down when
+            # other work shares the machine (see threads)
+            common = {"model_path": path, "n_ctx": n_ctx, "n_threads": n_gen, "n_threads_batch": n_batch,
+                      "verbose": False}
             if embedding:  # an embedded text must fit one batch: keep llama.cpp's default n_batch
-                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, embedding=True)
+                llama = Llama(**common, embedding=True)
             else:  # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
-                llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_batch=PREFIX_CHUNK, verbose=False)
+                llama = Llama(**common, n_batch=PREFIX_CHUNK)
         cache = None
         if not embedding:
             snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
@@ -198,10 +188,11 @@ def choice_grammar_text(n_options: int) -> str:
 class LocalLLM(BaseLLM):
     """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
 
-    Free: usage is counted, cost is zero. ``n_ctx``, ``n_threads`` and
-    ``prefix_cache_mib`` (the memory the saved per-role KV states may hold; 0 re-reads
-    every prompt from scratch) apply when this instance is the first to load its file
-    (the model is shared afterwards; :attr:`prefix_cache` resizes it).
+    Free: usage is counted, cost is zero. ``n_ctx``, ``n_threads``, ``n_threads_batch``
+    (see :func:`threads`) and ``prefix_cache_mib`` (the memory the saved per-role KV
+    states may hold; 0 re-reads every prompt from scratch) apply when this instance is
+    the first to load its file (the model is shared afterwards; :attr:`prefix_cache`
+    resizes it).
     """
 
     free = True
@@ -222,6 +213,7 @@ class LocalLLM(BaseLLM):
         n_threads: int | None = None,
         prefix_cache_mib: float = DEFAULT_PREFIX_CACHE_MIB,
         settings: LLMSettings | None = None,
+        n_threads_batch: int | None = None,
     ):
         _require_llama_cpp()
         path = Path(model_path) if model_path is not None else embedded_model_path()
@@ -233,6 +225,7 @@ class LocalLLM(BaseLLM):
         self.model_path = str(path.resolve())
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.n_threads_batch = n_threads_batch
         if prefix_cache_mib < 0:
             raise ConfigError(f"prefix_cache_mib must be 0 or more, not {prefix_cache_mib}")
         self.prefix_cache_mib = prefix_cache_mib
@@ -247,6 +240,7 @@ class LocalLLM(BaseLLM):
             "model_path": path,
             "n_ctx": cfg.n_ctx,
             "n_threads": cfg.n_threads,
+            "n_threads_batch": cfg.n_threads_batch,
             "prefix_cache_mib": cfg.prefix_cache_mib,
             "settings": cfg.settings,
         }
@@ -257,7 +251,8 @@ class LocalLLM(BaseLLM):
 
     # ------------------------------------------------------------------ plumbing
     def _loaded(self) -> _Loaded:
-        return _load(self.model_path, self.n_ctx, self.n_threads, self.prefix_cache_mib)
+        return _load(self.model_path, self.n_ctx, self.n_threads, self.prefix_cache_mib,
+                     n_threads_batch=self.n_threads_batch)
 
     @property
     def llama(self) -> Any:
@@ -352,7 +347,8 @@ class LocalLLM(BaseLLM):
 
     def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
         """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
-        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True)
+        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True,
+                       n_threads_batch=self.n_threads_batch)
         with loaded.lock, llama_errors():  # e.g. a text longer than the context
             response = loaded.llama.create_embedding(texts)
         vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
@@ -394,7 +390,7 @@ class LocalLLM(BaseLLM):
                 kwargs["response_format"] = {"type": "json_object"}
         completion = await self._call(kwargs, stop)
         if stopper is not None and stopper.fired:  # it looped: keep one copy, say why it ended
-            completion.text = trim_repetition(completion.text)
+            completion.text = stopper.trim(completion.text, self._loaded().llama.detokenize)
             completion.finish_reason = "repetition"
         return completion
 

@@ -22,6 +22,11 @@ one role's calls never see another's.
 Saved states live in memory (about 23 KB per token for SmolLM2-135M: only the KV
 cells of sequence 0, not the logits), bounded by a byte budget with least recently used
 eviction.
+
+A call without a seed samples with llama-cpp-python's running seed, which every call
+moves on. That seed is kept per key too, but apart from the states and whatever the
+budget: a role's sampled answers (temperature above 0) are the same with reuse on or
+off, and after its state was evicted.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from typing import Any
 from ..metering import current_meter
 
 DEFAULT_PREFIX_CACHE_MIB = 256.0
+#: running sampling seeds kept (one int per conversation key, least recently used forgotten first)
+SEED_KEYS = 4096
 #: prompts are evaluated in chunks of this many tokens at fixed positions (llama.cpp's n_batch):
 #: smaller reuses more of a grown prompt, larger evaluates a cold prompt faster
 PREFIX_CHUNK = 128
@@ -52,7 +59,7 @@ class SavedState:
     tokens: Any  # numpy int array, the tokens whose KV cells are saved, in order
     kv: Any  # a ctypes uint8 array (kept as is: restoring it needs no further copy)
     kv_size: int
-    seed: int  # llama-cpp-python's sampling seed after the call (used when no seed is given)
+    seed: int  # llama-cpp-python's sampling seed after the call (the cache keeps seeds apart too)
     reusable: int = 0  # the leading tokens that are whole chunks of the call's prompt (may be reused)
 
     @property
@@ -93,6 +100,7 @@ class PrefixCache:
         initial_seed: int | None = None,
     ):
         self._states: OrderedDict[Hashable, SavedState] = OrderedDict()
+        self._seeds: OrderedDict[Hashable, int] = OrderedDict()  # kept whatever the budget (see the module)
         self._budget = max(0, int(budget_bytes))
         self._bytes = 0
         self._snapshot, self._apply, self._clear = snapshot, apply, clear
@@ -102,23 +110,34 @@ class PrefixCache:
 
     # ------------------------------------------------------------ a call
     def begin(self, llama: Any, key: Hashable) -> int:
-        """Give the context ``key``'s saved state (or an empty one); returns the tokens restored."""
+        """Give the context ``key``'s saved state (or an empty one) and its running sampling seed;
+        returns the tokens restored."""
         self._clear(llama)
-        if self.initial_seed is not None:
-            llama._seed = self.initial_seed  # a new key never inherits another's sampling seed
         with self._lock:
             state = self._states.get(key) if self._budget else None
             if state is None:
                 self._misses += 1
-                return 0
-            self._states.move_to_end(key)
-            self._hits += 1
-            self._reused += len(state.tokens)
-        self._apply(llama, state)
-        return len(state.tokens)
+            else:
+                self._states.move_to_end(key)
+                self._hits += 1
+                self._reused += len(state.tokens)
+            seed = self._seeds.get(key, self.initial_seed)  # a new key never inherits another's seed
+            if key in self._seeds:
+                self._seeds.move_to_end(key)
+        if state is not None:
+            self._apply(llama, state)
+        if seed is not None:
+            llama._seed = seed
+        return 0 if state is None else len(state.tokens)
 
     def end(self, llama: Any, key: Hashable) -> None:
-        """Save the context's state under ``key`` (after a successful call)."""
+        """Save the context's state and sampling seed under ``key`` (after a successful call)."""
+        if self.initial_seed is not None:
+            with self._lock:
+                self._seeds[key] = int(llama._seed)
+                self._seeds.move_to_end(key)
+                while len(self._seeds) > SEED_KEYS:
+                    self._seeds.popitem(last=False)
         if not self._budget:
             return
         state = self._snapshot(llama)
@@ -148,7 +167,7 @@ class PrefixCache:
             self._evict()
 
     def clear(self) -> None:
-        """Forget every saved state."""
+        """Forget every saved state (not the sampling seeds: clearing changes no answer)."""
         with self._lock:
             self._states.clear()
             self._bytes = 0
@@ -248,7 +267,6 @@ def llama_ops(llama_cpp: Any, chunked: ChunkedPrompt) -> tuple[
         llama.input_ids[:n] = state.tokens
         llama.n_tokens = n
         llama._requires_eval = True  # no live logits: llama-cpp-python re-evaluates the last prompt token
-        llama._seed = state.seed
         chunked.start(state.reusable)
 
     return snapshot, apply, clear
@@ -295,6 +313,6 @@ def conversation_key(messages: Sequence[dict[str, Any]]) -> Hashable:
 
 
 __all__ = [
-    "DEFAULT_PREFIX_CACHE_MIB", "PREFIX_CHUNK", "ChunkedPrompt", "PrefixCache", "PrefixCacheStats", "SavedState",
-    "conversation_key", "llama_ops",
+    "DEFAULT_PREFIX_CACHE_MIB", "PREFIX_CHUNK", "SEED_KEYS", "ChunkedPrompt", "PrefixCache", "PrefixCacheStats",
+    "SavedState", "conversation_key", "llama_ops",
 ]

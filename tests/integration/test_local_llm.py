@@ -45,6 +45,23 @@ async def test_ask_is_deterministic_and_counted(llm: LocalLLM) -> None:
     assert ctx.cost_manager.total_cost == 0  # free
 
 
+async def test_the_number_of_threads_changes_no_answer(llm: LocalLLM) -> None:
+    from rolecast.llm.local import _llama_cpp
+
+    ctx = llm.llama._ctx.ctx
+    params = llm.llama.context_params
+    assert params.n_threads_batch == params.n_threads  # the default: as many for prompts as for generation
+    prompt = "Write two sentences about the sea. " * 12  # more than one prompt chunk
+    answers = []
+    try:
+        for n in (1, 2):
+            _llama_cpp().llama_set_n_threads(ctx, n, n)
+            answers.append(await llm.ask(prompt, settings=GREEDY))
+    finally:
+        _llama_cpp().llama_set_n_threads(ctx, params.n_threads, params.n_threads_batch)
+    assert answers[0] == answers[1] and answers[0].strip()
+
+
 async def test_stop_sequence(llm: LocalLLM) -> None:
     prompt = "Write three sentences about the sea."
     full = await llm.complete([{"role": "user", "content": prompt}], settings=GREEDY)

@@ -84,3 +84,30 @@ async def test_a_prompt_answers_exactly_as_in_an_empty_context_when_its_prefix_i
     warm = await ask(llm, ctx, "Frank", script, 1)  # starts from the shorter prompt's saved chunks
     assert cache.stats().reused_tokens > reused_before
     assert warm == cold
+
+
+async def test_sampled_answers_without_a_seed_are_the_same_with_reuse_on_or_off() -> None:
+    """Each role's running sampling seed is its own, kept apart from its KV state."""
+    llm = LocalLLM()
+    cache = llm.prefix_cache
+    budget = cache.budget_bytes
+    sampled = {"temperature": 0.9, "max_tokens": 12}  # no seed: llama-cpp-python's running one
+
+    async def team() -> dict[str, list[str]]:
+        ctx = Context()  # a new team: new conversation keys, their seeds start from the initial one
+        answers: dict[str, list[str]] = {"Alice": [], "Bob": []}
+        for turn in (0, 1, 1):
+            for role, script in (("Bob", BOB), ("Alice", ALICE)):
+                with ctx.scope(role=role):
+                    prompt = "\n".join(script[1 : turn + 2])
+                    answers[role].append(await llm.ask(prompt, system_msgs=[script[0]], settings=sampled))
+        return answers
+
+    try:
+        on = await team()
+        cache.budget_bytes = 0
+        off = await team()
+    finally:
+        cache.budget_bytes = budget
+    assert on == off
+    assert on["Alice"][1] != on["Alice"][2] or on["Bob"][1] != on["Bob"][2]  # the seed moved on between calls
