@@ -3,9 +3,11 @@
 A run is a sequence of :class:`RunEvent` records — run started, round begun, message
 published, model call answered, role turn started / finished / failed, round ended,
 run stopped — each with the run's id, a sequence number, the round and the role it
-belongs to, and a JSON payload. A turn's start is the round's start when the round
-starts every turn at once (in process: ``round_started`` lists the roles it starts), and
-a ``turn_started`` event of its own where turns start apart (the Ray runtime's workers).
+belongs to, and a JSON payload. Where a round starts every turn at once and gathers them
+(in process), the round's events hold its turns: ``round_started`` lists the roles it
+starts and ``round_finished`` each turn that finished, with the id of the message it
+returned (a failed turn has its ``turn_failed``); where turns start and end apart (the Ray
+runtime's workers), each has a ``turn_started`` and a ``turn_finished`` event of its own.
 The log is the single source of truth for resuming a run, replaying it with no model,
 and inspecting it (``rolecast runs ...``).
 

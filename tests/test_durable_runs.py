@@ -57,18 +57,20 @@ async def test_every_message_model_call_turn_and_round_is_logged_in_order():
     team = pair(counting_llm([]), store)
     await team.run(n_round=2, idea="sorting")
     events = list(store.events(team.run_id))
-    idle = {(e.round, e.role) for e in events if e.kind == "turn_finished" and e.data["message_id"] is None}
-    kinds = [e.kind for e in events if (e.round, e.role) not in idle]  # turns of roles with nothing to do
-    assert kinds == [
+    assert [e.kind for e in events] == [
         "run_started", "message",
-        "round_started", "llm_call", "message", "turn_finished", "round_finished",
-        "round_started", "llm_call", "message", "turn_finished", "round_finished",
+        "round_started", "llm_call", "message", "round_finished",
+        "round_started", "llm_call", "message", "round_finished",
         "run_stopped",
     ]
-    # each round's start names the turns it starts (every role with news); each turn's end is logged
+    # each round's start names the turns it starts (every role with news), its end each turn that
+    # finished and the message that turn returned
     rounds = [e for e in events if e.kind == "round_started"]
     assert [e.data["roles"] for e in rounds] == [["Writer"], ["Checker"]]
-    assert [(e.round, e.role) for e in events if e.kind == "turn_finished"] == [(1, "Writer"), (2, "Checker")]
+    sent = {(e.round, e.role): e.data["message"]["id"] for e in events if e.kind == "message" and e.round}
+    assert [e.data["turns"] for e in events if e.kind == "round_finished"] == [
+        {"Writer": sent[1, "Writer"]}, {"Checker": sent[2, "Checker"]},
+    ]
     assert [m.data["message"]["sent_from"] for m in store.events(team.run_id, [MESSAGE])] == [
         "user", "Writer", "Checker",
     ]
