@@ -284,11 +284,13 @@ class RunLog:
             if not waiter.done() and not waiter.get_loop().is_closed():
                 waiter.set_result(None)
 
-    def notify(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "") -> RunEvent:
-        """Tell the subscribers without logging (passing moments: a token streamed, a role thinking)."""
+    def notify(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "") -> RunEvent | None:
+        """Tell the subscribers without logging (passing moments: a token streamed, a role thinking);
+        the event told, or None when nobody listens (then none is made)."""
+        if not self._subscribers:
+            return None
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
-        if self._subscribers:
-            self._tell(event)
+        self._tell(event)
         return event
 
     def start(self, data: dict[str, Any]) -> None:
