@@ -114,10 +114,18 @@ _canonical: Callable[[Any, bool], Iterable[str]] = (  # (value, 0: the indent le
 )
 
 
+#: a string as that encoder writes it (with its quotes)
+quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``, the text fingerprints hash."""
+    return "".join(_canonical(value, False))
+
+
 def fingerprint(request: dict[str, Any]) -> str:
     """A stable hash of what a model call asked (the same request → the same fingerprint)."""
-    text = "".join(_canonical(request, False))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256(canonical_json(request).encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -371,6 +379,6 @@ class RunLog:
 
 
 __all__ = [
-    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "current_action", "enter_action",
-    "exit_action", "fingerprint", "new_run_id",
+    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "canonical_json", "current_action",
+    "enter_action", "exit_action", "fingerprint", "new_run_id", "quote_json",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -127,6 +128,51 @@ async def test_a_changed_script_stops_resume_with_a_typed_error_naming_the_diffe
     error = info.value
     assert error.role == "Writer" and error.action == "Write"
     assert error.recorded["last"] == "write about: sorting" and error.asked["last"] == "WRITE NOW: sorting"
+
+
+def test_a_request_has_the_fingerprint_earlier_versions_logged_and_a_settings_change_changes_it():
+    # a run logged by an earlier version resumes: its calls' fingerprints hash the request's
+    # json.dumps(sort_keys=True) text, whatever shape the messages and parameters have
+    from pydantic import BaseModel
+
+    from rolecast.llm.recording import describe_request
+    from rolecast.settings import LLMSettings
+
+    class Shape(BaseModel):
+        a: int = 1
+        b: str | None = None
+
+    def logged_before(kind, messages, **params):
+        request = {"kind": kind, "messages": messages}
+        request.update({k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
+                        for k, v in params.items() if v is not None})
+        text = json.dumps(request, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    chat = [{"role": "system", "content": 'You are "R0"\n\u2028 é 🙂'}, {"role": "user", "content": "start"}]
+    other = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+             {"role": "assistant", "content": None, "tool_calls": [{"id": 1}]}, {"content": "x", "name": "n"}]
+    settings = LLMSettings(temperature=0.5, seed=3)
+    requests = [
+        ("complete", chat, {}),
+        ("complete", chat, {"stop": ["a"], "settings": settings, "schema": None, "tools": None}),
+        ("complete", chat + other, {"settings": LLMSettings(extra={"x": {"z": 1, "a": [1.5, None]}}),
+                                    "tools": [{"b": 1, "a": 2}], "grammar": "root ::= x"}),
+        ("embed", [], {"purpose": "query", "settings": LLMSettings()}),
+        ("complete", other, {"structured": Shape()}),
+    ]
+    for kind, messages, params in requests:
+        for _ in range(2):  # (the second time from what the first remembered)
+            assert describe_request(kind, messages, **params)[0] == logged_before(kind, messages, **params)
+    before = describe_request("complete", chat, settings=settings)[0]
+    for change in ({"temperature": 0.7}, {"temperature": 1}, {"seed": None}):
+        for name, value in change.items():
+            setattr(settings, name, value)
+        assert describe_request("complete", chat, settings=settings)[0] == logged_before(
+            "complete", chat, settings=settings) != before
+    settings.extra["top_k"] = 5  # changed in place
+    assert describe_request("complete", chat, settings=settings)[0] == logged_before(
+        "complete", chat, settings=settings)
 
 
 def _run_script(db: Path, run_id: str, n_round: int, calls: Path, delay: float = 0.0) -> subprocess.Popen[str]:
