@@ -223,7 +223,7 @@ class Environment(Model):
             if known is not None:
                 message.id = known  # re-executing a recorded run: the message keeps its logged id
             else:
-                log.message(message.model_dump(mode="json"))
+                log.message(message)
         if bus.outbox is not None:
             bus.outbox.append(message)
         else:

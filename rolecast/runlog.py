@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loguru import logger
+from pydantic import BaseModel
 
 from .errors import ReplayMismatch, ReplayMissing, UsageError
 from .store import (
@@ -221,15 +222,21 @@ class RunLog:
         ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
-            with self._lock:  # (a thread's event must not slip past a write taking the list)
-                self._pending.append(event)
-            if kind in DURABLE_KINDS:
-                self.flush()
-            else:
-                self._flush_soon()
+            self._write(event)
         if self._subscribers:
             self._tell(event)
         return event
+
+    def _write(self, event: RunEvent) -> None:
+        """Queue ``event`` for the store: written at once if durable, else at the end of this turn."""
+        if not self._subscribers:  # nobody reads the dict: it waits as its JSON text
+            event.seal()
+        with self._lock:  # (a thread's event must not slip past a write taking the list)
+            self._pending.append(event)
+        if event.kind in DURABLE_KINDS:
+            self.flush()
+        else:
+            self._flush_soon()
 
     def _tell(self, event: RunEvent) -> None:
         for fn in self._subscribers:
@@ -320,9 +327,18 @@ class RunLog:
                 return str(head["id"])
             return None
 
-    def message(self, message_json: dict[str, Any]) -> None:
-        """Log a published message (write-ahead: before it is delivered)."""
-        self.emit(MESSAGE, {"message": message_json}, role=message_json.get("sent_from", ""), force=True)
+    def message(self, message: dict[str, Any] | BaseModel) -> None:
+        """Log a published message (write-ahead: before it is delivered): its JSON (a dict), or the
+        message itself, then encoded once, straight to the text the store writes."""
+        if isinstance(message, dict):
+            self.emit(MESSAGE, {"message": message}, role=message.get("sent_from", ""), force=True)
+            return
+        sender = str(getattr(message, "sent_from", "") or "")
+        if self._subscribers:  # they read the event's dict
+            self.emit(MESSAGE, {"message": message.model_dump(mode="json")}, role=sender, force=True)
+        elif self.store is not None:
+            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender,
+                                 text=f'{{"message":{message.model_dump_json()}}}'))
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -365,6 +381,8 @@ class RunLog:
         event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
         written = None
         if self.store is not None:
+            if not self._subscribers:
+                event.seal()
             with self._lock:
                 self._pending.append(event)
             written = self._flush_soon(wait=True)

@@ -15,6 +15,7 @@ import pytest
 
 from actions import Action, UserRequirement
 from environment import Team
+from memory import Message
 from rolecast.errors import ActionFailed, ReplayMismatch, ReplayMissing, UsageError
 from rolecast.store import LLM_CALL, MESSAGE, MemoryRunStore, SQLiteRunStore
 from rolecast.testing import FunctionLLM, ReplayLLM
@@ -81,6 +82,27 @@ async def test_every_message_model_call_turn_and_round_is_logged_in_order():
     assert call.data["request"]["last"] == "write about: sorting"
     stop = list(store.events(team.run_id))[-1]
     assert stop.data["reason"] == "n_round" and stop.data["calls"] == 2
+
+
+async def test_each_message_is_logged_with_its_full_json_in_a_file_and_in_memory(tmp_path):
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        ok: bool
+        notes: list[str]
+
+    class Judge(Action):
+        async def run(self, history):
+            text = await self._aask(f"judge: {history[-1].content}")
+            return Message(content=text, instruct_content=Verdict(ok=True, notes=["é", text]),
+                           metadata={"score": 0.5}, cause_by=self, send_to={"Checker", "<all>"})
+
+    for store in (SQLiteRunStore(tmp_path / "runs.db"), MemoryRunStore()):
+        team = Team(llm=counting_llm([]), roles=[Role(name="Judge", actions=[Judge()])], store=store)
+        history = await team.run(n_round=1, idea="a claim")
+        logged = [e.data["message"] for e in store.events(team.run_id, [MESSAGE])]
+        assert logged == [m.model_dump(mode="json") for m in history]
+        assert Message.model_validate(logged[-1]).instruct_content == history[-1].instruct_content
 
 
 async def test_store_none_logs_nothing_and_the_default_store_is_a_sqlite_file(tmp_path, monkeypatch):
