@@ -20,6 +20,9 @@ the recorded run.
 
 Writing is batched: events wait in the log until the end of the event loop's current
 turn and are then written to the store together, in one transaction (a group commit).
+In an in-process round (:meth:`RunLog.hold`) the events that can be re-derived — the
+round's start, its messages — wait for the next write instead: a model call's commit or
+the round's end, which is written before any of the round's messages is delivered.
 A model call's answer is never used before it is durable — :meth:`RunLog.commit_call`
 returns only after the write that holds it — and the events that cannot be re-derived
 (:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start and
@@ -168,6 +171,7 @@ class RunLog:
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
+        self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         if store is not None:
             self._load(store, after_seq)
 
@@ -235,8 +239,23 @@ class RunLog:
             self._pending.append(event)
         if event.kind in DURABLE_KINDS:
             self.flush()
-        else:
+        elif not self._held:
             self._flush_soon()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """A round whose end is written at once (``round_finished``) and comes before anything it did
+        takes effect (the in-process round: its messages are delivered at its end): meanwhile the
+        events that may be re-derived (the round's start, messages) ride with the next write — a
+        model call's commit, or the round's end — instead of a write of their own. Pending events
+        left when the block exits are written at the end of that turn of the event loop."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending:
+                self._flush_soon()
 
     def _tell(self, event: RunEvent) -> None:
         for fn in self._subscribers:
