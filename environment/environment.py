@@ -223,7 +223,7 @@ class Environment(Model):
             if known is not None:
                 message.id = known  # re-executing a recorded run: the message keeps its logged id
             else:
-                log.message(message.model_dump(mode="json"))
+                log.message(message)
         if bus.outbox is not None:
             bus.outbox.append(message)
         else:
@@ -314,18 +314,25 @@ class Environment(Model):
             log = self.bus.run_log
             if log is not None and log.idle:  # nobody reads the turns' events
                 log = None
-            if log is not None:
-                log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
             self.bus.outbox = []
             try:
-                turns = ((logged_turn(role, log, store_start=False) for role in active) if log is not None
-                         else (r.run() for r in active))
-                results = await asyncio.gather(*turns, return_exceptions=True)
+                if log is None:
+                    results = await asyncio.gather(*(r.run() for r in active), return_exceptions=True)
+                else:
+                    # the round's start and messages ride with its calls' commits and its end (one
+                    # write, before any message is delivered)
+                    with log.hold():
+                        log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
+                        turns = (logged_turn(role, log, in_round=True) for role in active)
+                        results = await asyncio.gather(*turns, return_exceptions=True)
+                        # each turn that finished, with its message (a failed one logged its failure)
+                        log.emit(ROUND_FINISHED, {"messages": len(self.bus.outbox or ()), "turns": {
+                            role.name: (rsp.id if rsp is not None else None)
+                            for role, rsp in zip(active, results, strict=True) if not isinstance(rsp, BaseException)
+                        }})
             finally:
                 outbox, self.bus.outbox = self.bus.outbox or [], None
                 self._deliver_round(outbox)
-            if log is not None:
-                log.emit(ROUND_FINISHED, {"messages": len(outbox)})
             self._keep_unfinished(active)
             self._handle_failures(active, results)
 

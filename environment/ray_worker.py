@@ -190,7 +190,7 @@ class WorkerBus:
             if known is not None:
                 message.id = known
             elif not self.replaying:
-                log.message(message.model_dump(mode="json"))
+                log.message(message)
         if not self.replaying:  # a restarted worker re-executing past rounds: already delivered
             self.outbox.append(message)
         return True

@@ -97,23 +97,29 @@ class Router:
 
 
 
-async def logged_turn(role: Role, log: RunLog, *, store_start: bool = True) -> Message | None:
+async def logged_turn(role: Role, log: RunLog, *, in_round: bool = False) -> Message | None:
     """One role's turn, logged: started, then finished (with its message) or failed (every runtime).
 
-    ``store_start=False``: the round's start already lists this turn (the in-process runtime starts
-    every turn of a round at once, and its ``round_started`` names them), so the start is only passed
-    to the log's subscribers (a console, traces), not written again.
+    ``in_round=True``: the round's own events hold this turn's start and end — the in-process
+    runtime starts every turn of a round at once and gathers them, so its ``round_started``
+    names the turns it starts and its ``round_finished`` each turn that finished, with the
+    message it returned. The start and the end are then only passed to the log's subscribers
+    (a console, traces), not written again. A failure is written as its own event either way.
     """
-    if store_start:
-        log.emit(TURN_STARTED, role=role.name)
-    else:
+    if in_round:
         log.notify(TURN_STARTED, role=role.name)
+    else:
+        log.emit(TURN_STARTED, role=role.name)
     try:
         rsp = await role.run()
     except BaseException as exc:
         log.emit(TURN_FAILED, {"type": type(exc).__name__, "error": str(exc)}, role=role.name)
         raise
-    log.emit(TURN_FINISHED, {"message_id": rsp.id if rsp is not None else None}, role=role.name)
+    end = {"message_id": rsp.id if rsp is not None else None}
+    if in_round:
+        log.notify(TURN_FINISHED, end, role=role.name)
+    else:
+        log.emit(TURN_FINISHED, end, role=role.name)
     return rsp
 
 

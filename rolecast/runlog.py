@@ -20,6 +20,9 @@ the recorded run.
 
 Writing is batched: events wait in the log until the end of the event loop's current
 turn and are then written to the store together, in one transaction (a group commit).
+In an in-process round (:meth:`RunLog.hold`) the events that can be re-derived — the
+round's start, its messages — wait for the next write instead: a model call's commit or
+the round's end, which is written before any of the round's messages is delivered.
 A model call's answer is never used before it is durable — :meth:`RunLog.commit_call`
 returns only after the write that holds it — and the events that cannot be re-derived
 (:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start and
@@ -50,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loguru import logger
+from pydantic import BaseModel
 
 from .errors import ReplayMismatch, ReplayMissing, UsageError
 from .store import (
@@ -114,10 +118,18 @@ _canonical: Callable[[Any, bool], Iterable[str]] = (  # (value, 0: the indent le
 )
 
 
+#: a string as that encoder writes it (with its quotes)
+quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``, the text fingerprints hash."""
+    return "".join(_canonical(value, False))
+
+
 def fingerprint(request: dict[str, Any]) -> str:
     """A stable hash of what a model call asked (the same request → the same fingerprint)."""
-    text = "".join(_canonical(request, False))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256(canonical_json(request).encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -159,6 +171,7 @@ class RunLog:
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
+        self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         if store is not None:
             self._load(store, after_seq)
 
@@ -213,15 +226,36 @@ class RunLog:
         ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
-            with self._lock:  # (a thread's event must not slip past a write taking the list)
-                self._pending.append(event)
-            if kind in DURABLE_KINDS:
-                self.flush()
-            else:
-                self._flush_soon()
+            self._write(event)
         if self._subscribers:
             self._tell(event)
         return event
+
+    def _write(self, event: RunEvent) -> None:
+        """Queue ``event`` for the store: written at once if durable, else at the end of this turn."""
+        if not self._subscribers:  # nobody reads the dict: it waits as its JSON text
+            event.seal()
+        with self._lock:  # (a thread's event must not slip past a write taking the list)
+            self._pending.append(event)
+        if event.kind in DURABLE_KINDS:
+            self.flush()
+        elif not self._held:
+            self._flush_soon()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """A round whose end is written at once (``round_finished``) and comes before anything it did
+        takes effect (the in-process round: its messages are delivered at its end): meanwhile the
+        events that may be re-derived (the round's start, messages) ride with the next write — a
+        model call's commit, or the round's end — instead of a write of their own. Pending events
+        left when the block exits are written at the end of that turn of the event loop."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending:
+                self._flush_soon()
 
     def _tell(self, event: RunEvent) -> None:
         for fn in self._subscribers:
@@ -284,11 +318,13 @@ class RunLog:
             if not waiter.done() and not waiter.get_loop().is_closed():
                 waiter.set_result(None)
 
-    def notify(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "") -> RunEvent:
-        """Tell the subscribers without logging (passing moments: a token streamed, a role thinking)."""
+    def notify(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "") -> RunEvent | None:
+        """Tell the subscribers without logging (passing moments: a token streamed, a role thinking);
+        the event told, or None when nobody listens (then none is made)."""
+        if not self._subscribers:
+            return None
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
-        if self._subscribers:
-            self._tell(event)
+        self._tell(event)
         return event
 
     def start(self, data: dict[str, Any]) -> None:
@@ -310,9 +346,18 @@ class RunLog:
                 return str(head["id"])
             return None
 
-    def message(self, message_json: dict[str, Any]) -> None:
-        """Log a published message (write-ahead: before it is delivered)."""
-        self.emit(MESSAGE, {"message": message_json}, role=message_json.get("sent_from", ""), force=True)
+    def message(self, message: dict[str, Any] | BaseModel) -> None:
+        """Log a published message (write-ahead: before it is delivered): its JSON (a dict), or the
+        message itself, then encoded once, straight to the text the store writes."""
+        if isinstance(message, dict):
+            self.emit(MESSAGE, {"message": message}, role=message.get("sent_from", ""), force=True)
+            return
+        sender = str(getattr(message, "sent_from", "") or "")
+        if self._subscribers:  # they read the event's dict
+            self.emit(MESSAGE, {"message": message.model_dump(mode="json")}, role=sender, force=True)
+        elif self.store is not None:
+            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender,
+                                 text=f'{{"message":{message.model_dump_json()}}}'))
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -355,6 +400,8 @@ class RunLog:
         event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
         written = None
         if self.store is not None:
+            if not self._subscribers:
+                event.seal()
             with self._lock:
                 self._pending.append(event)
             written = self._flush_soon(wait=True)
@@ -369,6 +416,6 @@ class RunLog:
 
 
 __all__ = [
-    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "current_action", "enter_action",
-    "exit_action", "fingerprint", "new_run_id",
+    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "canonical_json", "current_action",
+    "enter_action", "exit_action", "fingerprint", "new_run_id", "quote_json",
 ]

@@ -3,9 +3,11 @@
 A run is a sequence of :class:`RunEvent` records — run started, round begun, message
 published, model call answered, role turn started / finished / failed, round ended,
 run stopped — each with the run's id, a sequence number, the round and the role it
-belongs to, and a JSON payload. A turn's start is the round's start when the round
-starts every turn at once (in process: ``round_started`` lists the roles it starts), and
-a ``turn_started`` event of its own where turns start apart (the Ray runtime's workers).
+belongs to, and a JSON payload. Where a round starts every turn at once and gathers them
+(in process), the round's events hold its turns: ``round_started`` lists the roles it
+starts and ``round_finished`` each turn that finished, with the id of the message it
+returned (a failed turn has its ``turn_failed``); where turns start and end apart (the Ray
+runtime's workers), each has a ``turn_started`` and a ``turn_finished`` event of its own.
 The log is the single source of truth for resuming a run, replaying it with no model,
 and inspecting it (``rolecast runs ...``).
 
@@ -26,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -57,17 +59,66 @@ EVENT_KINDS = (
 )
 
 
-@dataclass(slots=True)
 class RunEvent:
-    """One record of a run's log."""
+    """One record of a run's log.
 
-    run_id: str
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
-    round: int = 0
-    role: str = ""
-    seq: int = 0  # assigned by the store on append
-    ts: float = field(default_factory=time.time)
+    ``data`` is the payload; ``text`` its JSON, which is what a store writes. An event made from
+    JSON text (``RunEvent(..., text=...)``: a message the writer encoded already, a record the log
+    encoded when it was logged) decodes ``data`` only when something reads it, and an event made
+    from ``data`` encodes its text once, when a store first asks."""
+
+    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "ts")
+
+    def __init__(
+        self, run_id: str, kind: str, data: dict[str, Any] | None = None, round: int = 0, role: str = "",
+        seq: int = 0, ts: float | None = None, *, text: str | None = None,
+    ):
+        self.run_id = run_id
+        self.kind = kind
+        self._data = data if data is not None or text is not None else {}
+        self._text = text
+        self.round = round
+        self.role = role
+        self.seq = seq  # assigned by the store on append
+        self.ts = time.time() if ts is None else ts
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            data = self._data = json.loads(self._text) if self._text is not None else {}
+        return data
+
+    @data.setter
+    def data(self, value: dict[str, Any]) -> None:
+        self._data, self._text = value, None
+
+    @property
+    def text(self) -> str:
+        """``data`` as JSON text (:func:`encode_data`): what a store writes."""
+        text = self._text
+        if text is None:
+            text = self._text = encode_data(self._data if self._data is not None else {})
+        return text
+
+    def seal(self) -> None:
+        """Encode ``data`` now and let the dict go (it is decoded again if read): an event waiting
+        to be written then holds one string, not a tree of objects for the collector to walk."""
+        if self._text is None:
+            self._text = encode_data(self._data if self._data is not None else {})
+        self._data = None
+
+    def __repr__(self) -> str:
+        return (f"RunEvent(run_id={self.run_id!r}, kind={self.kind!r}, data={self.data!r}, round={self.round!r}, "
+                f"role={self.role!r}, seq={self.seq!r}, ts={self.ts!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunEvent):
+            return NotImplemented
+        return (self.run_id, self.kind, self.data, self.round, self.role, self.seq, self.ts) == (
+            other.run_id, other.kind, other.data, other.round, other.role, other.seq, other.ts)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -176,7 +227,7 @@ class SQLiteRunStore:
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:
             return
-        payloads = [encode_data(e.data) for e in events]
+        payloads = [e.text for e in events]
         with self._lock:
             try:
                 try:
@@ -222,7 +273,7 @@ class SQLiteRunStore:
             except sqlite3.Error as exc:
                 raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
         for run, seq, ts, kind, rnd, role, data in rows:
-            yield RunEvent(run, kind, json.loads(data), rnd, role, seq, ts)
+            yield RunEvent(run, kind, None, rnd, role, seq, ts, text=data)  # decoded when read
 
     def runs(self) -> list[RunInfo]:
         self.flush()

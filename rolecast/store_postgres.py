@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .errors import ConfigError, StoreError
-from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, encode_data, run_infos
+from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, run_infos
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (
@@ -88,7 +88,7 @@ class PostgresRunStore:
             return
         rows = [
             {"run_id": e.run_id, "ts": e.ts, "kind": e.kind, "round": e.round, "role": e.role,
-             "data": encode_data(e.data)}
+             "data": e.text}
             for e in events
         ]
         with self._lock:

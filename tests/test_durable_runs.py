@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import pytest
 
 from actions import Action, UserRequirement
 from environment import Team
+from memory import Message
 from rolecast.errors import ActionFailed, ReplayMismatch, ReplayMissing, UsageError
 from rolecast.store import LLM_CALL, MESSAGE, MemoryRunStore, SQLiteRunStore
 from rolecast.testing import FunctionLLM, ReplayLLM
@@ -57,18 +59,20 @@ async def test_every_message_model_call_turn_and_round_is_logged_in_order():
     team = pair(counting_llm([]), store)
     await team.run(n_round=2, idea="sorting")
     events = list(store.events(team.run_id))
-    idle = {(e.round, e.role) for e in events if e.kind == "turn_finished" and e.data["message_id"] is None}
-    kinds = [e.kind for e in events if (e.round, e.role) not in idle]  # turns of roles with nothing to do
-    assert kinds == [
+    assert [e.kind for e in events] == [
         "run_started", "message",
-        "round_started", "llm_call", "message", "turn_finished", "round_finished",
-        "round_started", "llm_call", "message", "turn_finished", "round_finished",
+        "round_started", "llm_call", "message", "round_finished",
+        "round_started", "llm_call", "message", "round_finished",
         "run_stopped",
     ]
-    # each round's start names the turns it starts (every role with news); each turn's end is logged
+    # each round's start names the turns it starts (every role with news), its end each turn that
+    # finished and the message that turn returned
     rounds = [e for e in events if e.kind == "round_started"]
     assert [e.data["roles"] for e in rounds] == [["Writer"], ["Checker"]]
-    assert [(e.round, e.role) for e in events if e.kind == "turn_finished"] == [(1, "Writer"), (2, "Checker")]
+    sent = {(e.round, e.role): e.data["message"]["id"] for e in events if e.kind == "message" and e.round}
+    assert [e.data["turns"] for e in events if e.kind == "round_finished"] == [
+        {"Writer": sent[1, "Writer"]}, {"Checker": sent[2, "Checker"]},
+    ]
     assert [m.data["message"]["sent_from"] for m in store.events(team.run_id, [MESSAGE])] == [
         "user", "Writer", "Checker",
     ]
@@ -78,6 +82,27 @@ async def test_every_message_model_call_turn_and_round_is_logged_in_order():
     assert call.data["request"]["last"] == "write about: sorting"
     stop = list(store.events(team.run_id))[-1]
     assert stop.data["reason"] == "n_round" and stop.data["calls"] == 2
+
+
+async def test_each_message_is_logged_with_its_full_json_in_a_file_and_in_memory(tmp_path):
+    from pydantic import BaseModel
+
+    class Verdict(BaseModel):
+        ok: bool
+        notes: list[str]
+
+    class Judge(Action):
+        async def run(self, history):
+            text = await self._aask(f"judge: {history[-1].content}")
+            return Message(content=text, instruct_content=Verdict(ok=True, notes=["é", text]),
+                           metadata={"score": 0.5}, cause_by=self, send_to={"Checker", "<all>"})
+
+    for store in (SQLiteRunStore(tmp_path / "runs.db"), MemoryRunStore()):
+        team = Team(llm=counting_llm([]), roles=[Role(name="Judge", actions=[Judge()])], store=store)
+        history = await team.run(n_round=1, idea="a claim")
+        logged = [e.data["message"] for e in store.events(team.run_id, [MESSAGE])]
+        assert logged == [m.model_dump(mode="json") for m in history]
+        assert Message.model_validate(logged[-1]).instruct_content == history[-1].instruct_content
 
 
 async def test_store_none_logs_nothing_and_the_default_store_is_a_sqlite_file(tmp_path, monkeypatch):
@@ -125,6 +150,51 @@ async def test_a_changed_script_stops_resume_with_a_typed_error_naming_the_diffe
     error = info.value
     assert error.role == "Writer" and error.action == "Write"
     assert error.recorded["last"] == "write about: sorting" and error.asked["last"] == "WRITE NOW: sorting"
+
+
+def test_a_request_has_the_fingerprint_earlier_versions_logged_and_a_settings_change_changes_it():
+    # a run logged by an earlier version resumes: its calls' fingerprints hash the request's
+    # json.dumps(sort_keys=True) text, whatever shape the messages and parameters have
+    from pydantic import BaseModel
+
+    from rolecast.llm.recording import describe_request
+    from rolecast.settings import LLMSettings
+
+    class Shape(BaseModel):
+        a: int = 1
+        b: str | None = None
+
+    def logged_before(kind, messages, **params):
+        request = {"kind": kind, "messages": messages}
+        request.update({k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
+                        for k, v in params.items() if v is not None})
+        text = json.dumps(request, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    chat = [{"role": "system", "content": 'You are "R0"\n\u2028 é 🙂'}, {"role": "user", "content": "start"}]
+    other = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+             {"role": "assistant", "content": None, "tool_calls": [{"id": 1}]}, {"content": "x", "name": "n"}]
+    settings = LLMSettings(temperature=0.5, seed=3)
+    requests = [
+        ("complete", chat, {}),
+        ("complete", chat, {"stop": ["a"], "settings": settings, "schema": None, "tools": None}),
+        ("complete", chat + other, {"settings": LLMSettings(extra={"x": {"z": 1, "a": [1.5, None]}}),
+                                    "tools": [{"b": 1, "a": 2}], "grammar": "root ::= x"}),
+        ("embed", [], {"purpose": "query", "settings": LLMSettings()}),
+        ("complete", other, {"structured": Shape()}),
+    ]
+    for kind, messages, params in requests:
+        for _ in range(2):  # (the second time from what the first remembered)
+            assert describe_request(kind, messages, **params)[0] == logged_before(kind, messages, **params)
+    before = describe_request("complete", chat, settings=settings)[0]
+    for change in ({"temperature": 0.7}, {"temperature": 1}, {"seed": None}):
+        for name, value in change.items():
+            setattr(settings, name, value)
+        assert describe_request("complete", chat, settings=settings)[0] == logged_before(
+            "complete", chat, settings=settings) != before
+    settings.extra["top_k"] = 5  # changed in place
+    assert describe_request("complete", chat, settings=settings)[0] == logged_before(
+        "complete", chat, settings=settings)
 
 
 def _run_script(db: Path, run_id: str, n_round: int, calls: Path, delay: float = 0.0) -> subprocess.Popen[str]:

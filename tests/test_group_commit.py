@@ -70,6 +70,8 @@ async def test_an_answer_is_used_only_once_its_call_is_in_the_store_and_one_turn
     # 20 roles answered by an instant model in the same turn of the event loop: one transaction for all
     assert len(with_calls) == 1 and with_calls[0].count(LLM_CALL) == 20
     assert len(store.batches) < 10  # not one write per event (the run logged about 80)
+    # the round's messages are written with its end, in one write (before any is delivered)
+    assert store.batches[-2] == ["message"] * 20 + ["round_finished"]
 
 
 async def test_durability_call_writes_each_model_call_alone_at_once():
