@@ -343,8 +343,10 @@ class Role(MetaGPTSDK, Inbox, Model):
             self.planner_reviewer = ask_a_person(self._llm if self.is_human else None)
 
     def _set_state(self, state: int) -> None:
-        self.rc.state = state
-        self.rc.todo = self.actions[state] if 0 <= state < len(self.actions) else None
+        rc = self.rc
+        actions = self.actions
+        rc.state = state
+        rc.todo = actions[state] if 0 <= state < len(actions) else None
 
     # -------------------------------------------------------------- the turn
     async def _think(self) -> bool:
