@@ -21,6 +21,7 @@ from loguru import logger
 from pydantic import BaseModel
 
 from memory import Message, any_to_str
+from memory.message import plain_message
 from rolecast.errors import (
     ActionFailed,
     LLMAPIError,
@@ -82,12 +83,8 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
             sent_from=owner.name,
             metadata=dict(metadata) if isinstance(metadata, dict) else {},
         )
-    return Message(
-        content="" if result is None else str(result),
-        role=owner.profile,
-        cause_by=action,
-        sent_from=owner.name,
-    )
+    # Message(content=..., role=owner.profile, cause_by=action, sent_from=owner.name), unvalidated when plain
+    return plain_message("" if result is None else str(result), owner.profile, action, owner.name)
 
 
 async def perform(

@@ -167,4 +167,5 @@ def current_scope() -> Scope:
 
 
 def current_context() -> Context:
-    return current_scope().context
+    scope = _SCOPE.get()  # (current_scope() inlined: every action's context and model are resolved through here)
+    return scope.context if scope is not None else default_context()
