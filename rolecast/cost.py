@@ -143,6 +143,9 @@ class CostManager:
     #: one (False), or nobody knows yet (absent). Until a model is trusted its calls run one at a time.
     honours_max_tokens: dict[str, bool] = field(default_factory=dict)
     _solo: set[str] = field(default_factory=set, repr=False)  # models with their one call in flight
+    # the price table's names when the prefix matches below were found, and the matches (name -> key or None)
+    _prefix_keys: frozenset[str] = field(default_factory=frozenset, repr=False)
+    _prefix_of: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     @property
     def total_cost(self) -> float:
@@ -151,10 +154,20 @@ class CostManager:
     def price_of(self, model: str) -> tuple[float, float] | None:
         """(input, output) dollars per million tokens, or None when the model is unknown."""
         name = model.lower().rsplit("/", 1)[-1]
-        if name in self.prices:
-            return self.prices[name]
-        best = max((p for p in self.prices if name.startswith(p)), key=len, default=None)
-        return self.prices[best] if best else None
+        prices = self.prices
+        if name in prices:
+            return prices[name]
+        # the longest name of the table that prefixes it: found once while the table's names stay the
+        # same (its prices are read from the table each time; ``prices`` may be changed or replaced)
+        if self._prefix_keys != prices.keys():
+            self._prefix_keys = frozenset(prices)
+            self._prefix_of = {}
+        prefix_of = self._prefix_of
+        if name in prefix_of:
+            best = prefix_of[name]
+        else:
+            best = prefix_of[name] = max((p for p in prices if name.startswith(p)), key=len, default=None)
+        return prices[best] if best else None
 
     def cost_of(self, model: str, prompt_tokens: int, completion_tokens: int, *, free: bool = False) -> float:
         if free:
@@ -255,13 +268,17 @@ class CostManager:
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None, free: bool, failed: bool
     ) -> float:
         cost = self.cost_of(model, prompt_tokens, completion_tokens, free=free)
+        role = role or "<none>"
         with self._lock:
-            for totals in (
-                self.total,
-                self.by_model.setdefault(model, UsageTotals()),
-                self.by_role.setdefault(role or "<none>", UsageTotals()),
-            ):
-                totals.add(prompt_tokens, completion_tokens, cost, failed=failed)
+            by_model = self.by_model.get(model)
+            if by_model is None:
+                by_model = self.by_model[model] = UsageTotals()
+            by_role = self.by_role.get(role)
+            if by_role is None:
+                by_role = self.by_role[role] = UsageTotals()
+            self.total.add(prompt_tokens, completion_tokens, cost, failed=failed)
+            by_model.add(prompt_tokens, completion_tokens, cost, failed=failed)
+            by_role.add(prompt_tokens, completion_tokens, cost, failed=failed)
         return cost
 
     def summary(self) -> str:
