@@ -58,6 +58,8 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
     model goes into ``metadata``. An :class:`ActionOutput` or a filled :class:`ActionNode`
     gives its ``content`` and ``instruct_content``. Anything else is published as its text.
     """
+    if type(result) is str:  # the usual result (the checks below, skipped)
+        return plain_message(result, owner.profile, action, owner.name)
     if isinstance(result, Message):
         if "cause_by" not in result.model_fields_set:  # defaulted to the user's requirement
             result.cause_by = any_to_str(action)

@@ -241,9 +241,16 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
     ``role`` and ``sent_from`` plain strings, ``cause_by`` an action or class naming a plain string):
     the same fields, defaults and set fields as the validated message. Anything else is validated.
     (An action's result becomes a message this way, every step.)"""
-    cause = USER_REQUIREMENT if cause_by is None or cause_by == "" else _sender_or_cause(cause_by)
-    if not (type(content) is str and type(role) is str and type(sent_from) is str and type(cause) is str):
+    plain = type(content) is str and type(role) is str and type(sent_from) is str
+    if not (plain and isinstance(cause_by, (BaseModel, type))):
         return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
+    cls = cause_by if isinstance(cause_by, type) else type(cause_by)
+    if cls is cause_by or _HAS_PROFILE.get(cls) is False:  # (_sender_or_cause's rule, inlined)
+        cause = f"{cls.__module__}.{cls.__qualname__}"
+    else:
+        cause = _sender_or_cause(cause_by)
+        if type(cause) is not str:
+            return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
     message = _object_new(Message)
     _object_setattr(message, "__dict__", {
         "id": new_message_id(), "content": content, "instruct_content": None, "role": role, "cause_by": cause,

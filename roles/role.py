@@ -60,6 +60,11 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
+# the react modes a turn asks about (a module's name is read faster than an enum's member)
+_BY_ORDER = RoleReactMode.BY_ORDER
+_PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
+
+
 class Role(MetaGPTSDK, Inbox, Model):
     """Subclass it as in MetaGPT::
 
@@ -354,7 +359,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         n = len(self.actions)
         if n == 0:
             return False
-        if self.rc.react_mode == RoleReactMode.BY_ORDER:
+        if self.rc.react_mode == _BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
             self._set_state(self.rc.state + 1)
@@ -432,7 +437,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def react(self) -> Message | None:
         """One reaction by the role's react mode; the state is reset afterwards."""
         try:
-            if self.rc.react_mode == RoleReactMode.PLAN_AND_ACT:
+            if self.rc.react_mode == _PLAN_AND_ACT:
                 return await self._plan_and_act()
             return await self._react()
         finally:
