@@ -240,10 +240,10 @@ class Action(Model):
             return llm
         config = private["_config"]
         if config is not None:  # the action's own configuration (MetaGPT's private config)
-            if private["_config_llm"] is None:
-                cfg = config.services.get(self.service or "", config.llm)
-                self._config_llm = create_llm(cfg)
-            return self._config_llm
+            config_llm = private["_config_llm"]
+            if config_llm is None:
+                config_llm = self._config_llm = create_llm(config.services.get(self.service or "", config.llm))
+            return config_llm
         service = self.service
         if service:
             context = self.context

@@ -168,4 +168,6 @@ def current_scope() -> Scope:
 
 def current_context() -> Context:
     scope = _SCOPE.get()  # (current_scope() inlined: every action's context and model are resolved through here)
-    return scope.context if scope is not None else default_context()
+    if scope is not None:
+        return scope.context
+    return _DEFAULT if _DEFAULT is not None else default_context()

@@ -81,7 +81,7 @@ def max_prompt_tokens(text: str, messages: int = 1) -> int:
     return -(-(len(text) - other) // 3) + 2 * other + 4 * messages + 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Reservation:
     """The worst-case cost a call set aside before it started; settled or released exactly once."""
 
@@ -90,6 +90,16 @@ class Reservation:
     role: str | None
     amount: float
     free: bool = False
+
+    def __init__(self, id: int, model: str, role: str | None, amount: float, free: bool = False) -> None:
+        # the frozen dataclass's own __init__ sets each field through object.__setattr__ (a third of
+        # a metered call's bookkeeping); the instance's dict is filled directly instead
+        values = self.__dict__
+        values["id"] = id
+        values["model"] = model
+        values["role"] = role
+        values["amount"] = amount
+        values["free"] = free
 
 
 @dataclass
@@ -189,7 +199,7 @@ class CostManager:
         free: bool = False,
     ) -> Reservation:
         """Set aside a call's worst case; :class:`BudgetExceeded` if spent + reserved + it would pass the budget."""
-        amount = self.cost_of(model, prompt_tokens, max_completion_tokens, free=free)
+        amount = 0.0 if free else self.cost_of(model, prompt_tokens, max_completion_tokens)
         with self._lock:
             if self.max_budget is not None and (
                 self.total.cost >= self.max_budget or self.total.cost + self.reserved + amount > self.max_budget
@@ -237,10 +247,10 @@ class CostManager:
     def settle(self, reservation: Reservation, prompt_tokens: int, completion_tokens: int) -> float:
         """Release ``reservation`` and charge the call's true usage; returns its cost."""
         with self._lock:
-            self.release(reservation)
-            cost = self.record(
-                reservation.model, prompt_tokens, completion_tokens, role=reservation.role, free=reservation.free
-            )
+            if self._open.pop(reservation.id, None) is not None:  # release(reservation), inlined
+                self.reserved = max(0.0, self.reserved - reservation.amount)
+            cost = self._add(reservation.model, prompt_tokens, completion_tokens, role=reservation.role,
+                             free=reservation.free, failed=False)
             if not reservation.free and self.max_budget is not None:
                 kept = cost <= reservation.amount * (1 + 1e-9)
                 if not kept:
@@ -267,7 +277,7 @@ class CostManager:
     def _add(
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None, free: bool, failed: bool
     ) -> float:
-        cost = self.cost_of(model, prompt_tokens, completion_tokens, free=free)
+        cost = 0.0 if free else self.cost_of(model, prompt_tokens, completion_tokens)
         role = role or "<none>"
         with self._lock:
             by_model = self.by_model.get(model)
@@ -276,9 +286,14 @@ class CostManager:
             by_role = self.by_role.get(role)
             if by_role is None:
                 by_role = self.by_role[role] = UsageTotals()
-            self.total.add(prompt_tokens, completion_tokens, cost, failed=failed)
-            by_model.add(prompt_tokens, completion_tokens, cost, failed=failed)
-            by_role.add(prompt_tokens, completion_tokens, cost, failed=failed)
+            for totals in (self.total, by_model, by_role):  # UsageTotals.add, inlined (every call)
+                totals.prompt_tokens += prompt_tokens
+                totals.completion_tokens += completion_tokens
+                totals.cost += cost
+                if failed:
+                    totals.failed += 1
+                else:
+                    totals.calls += 1
         return cost
 
     def summary(self) -> str:

@@ -153,7 +153,14 @@ class _DoubleBase(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> Completion:
-        return await self._answer(messages, stop, settings, structured, tools, grammar=grammar)
+        # _answer(messages, stop, settings, structured, tools, grammar=grammar), inlined: every call comes here
+        call = Call([dict(m) for m in messages], stop, settings, structured, tools, "complete", {}, grammar)
+        with self._lock:
+            self.calls.append(call)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        reply = await self._reply(call)
+        return self._finish(reply, messages, stop, settings.max_tokens)
 
     async def _answer(
         self,

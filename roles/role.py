@@ -63,6 +63,8 @@ INIT_KEYWORDS = frozenset(
 # the react modes a turn asks about (a module's name is read faster than an enum's member)
 _BY_ORDER = RoleReactMode.BY_ORDER
 _PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
+#: the fields of the role's context that _set_state sets
+_STATE_FIELDS = ("state", "todo")
 
 
 class Role(MetaGPTSDK, Inbox, Model):
@@ -269,9 +271,11 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def prompt_history(self) -> list[Message]:
         """The history this role's prompts carry: all of it, or with long-term memory the recent
         and the relevant-to-the-news part, within its token budget."""
-        if self._long_term_memory is None:
+        private = self.__pydantic_private__  # (read past Model.__getattr__: every step asks)
+        long_term = private["_long_term_memory"] if private is not None else self._long_term_memory
+        if long_term is None:
             return self.rc.history
-        return await self._long_term_memory.context(self.rc.memory, self.rc.news)
+        return await long_term.context(self.rc.memory, self.rc.news)
 
     def _get_prefix(self) -> str:
         """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
@@ -350,8 +354,15 @@ class Role(MetaGPTSDK, Inbox, Model):
     def _set_state(self, state: int) -> None:
         rc = self.rc
         actions = self.actions
-        rc.state = state
-        rc.todo = actions[state] if 0 <= state < len(actions) else None
+        todo = actions[state] if 0 <= state < len(actions) else None
+        if type(rc) is RoleContext:  # rc.state = state; rc.todo = todo, as RoleContext.__setattr__ does them
+            values = rc.__dict__
+            values["state"] = state
+            values["todo"] = todo
+            rc.__pydantic_fields_set__.update(_STATE_FIELDS)
+        else:
+            rc.state = state
+            rc.todo = todo
 
     # -------------------------------------------------------------- the turn
     async def _think(self) -> bool:
