@@ -229,6 +229,7 @@ class Message(Model):
         return isinstance(other, Message) and other.id == self.id
 
 
+_urandom = os.urandom
 _object_new = object.__new__
 _object_setattr = object.__setattr__
 #: the fields a framework-made message is given (see :func:`plain_message`)
@@ -253,7 +254,8 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
             return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
     message = _object_new(Message)
     _object_setattr(message, "__dict__", {
-        "id": new_message_id(), "content": content, "instruct_content": None, "role": role, "cause_by": cause,
+        "id": f"{int.from_bytes(_urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}",  # new_message_id()
+        "content": content, "instruct_content": None, "role": role, "cause_by": cause,
         "sent_from": sent_from, "send_to": {MESSAGE_ROUTE_TO_ALL}, "metadata": {},
     })
     _object_setattr(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))

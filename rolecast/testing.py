@@ -154,7 +154,7 @@ class _DoubleBase(BaseLLM):
         grammar: str | None = None,
     ) -> Completion:
         # _answer(messages, stop, settings, structured, tools, grammar=grammar), inlined: every call comes here
-        call = Call([dict(m) for m in messages], stop, settings, structured, tools, "complete", {}, grammar)
+        call = Call(list(map(dict, messages)), stop, settings, structured, tools, "complete", {}, grammar)
         with self._lock:
             self.calls.append(call)
         if self.delay:
@@ -173,7 +173,7 @@ class _DoubleBase(BaseLLM):
         grammar: str | None = None,
         **extra: Any,
     ) -> Completion:
-        call = Call([dict(m) for m in messages], stop, settings, structured, tools, kind, extra, grammar)
+        call = Call(list(map(dict, messages)), stop, settings, structured, tools, kind, extra, grammar)
         with self._lock:
             self.calls.append(call)
         if self.delay:

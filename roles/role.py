@@ -420,7 +420,8 @@ class Role(MetaGPTSDK, Inbox, Model):
             todo = self.rc.todo
             assert todo is not None  # _think returned True
             # the default _act runs the action through perform itself; an override is wrapped in it
-            rsp = await (self._act() if self.acts_concurrently else perform(self, todo, invoke=self._act))
+            default_act = type(self)._act is Role._act  # (self.acts_concurrently)
+            rsp = await (self._act() if default_act else perform(self, todo, invoke=self._act))
             taken += 1
         return rsp
 

@@ -225,7 +225,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                 raise
             cost = self._record(messages, result.usage, result.text, reservation, meter)
         finally:
-            costs.dismiss(alone)
+            if alone is not None:
+                costs.dismiss(alone)
         if log is not None:  # written (with every call answered in this turn) before the answer is used
             await log.commit_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
