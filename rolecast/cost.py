@@ -66,7 +66,7 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 
 def estimate_tokens(text: str) -> int:
     """A cheap, provider-independent token estimate (about four characters a token)."""
-    return max(1, (len(text) + 3) // 4) if text else 0
+    return (len(text) + 3) // 4 if text else 0  # (at least 1 for any text: no max() needed)
 
 
 def max_prompt_tokens(text: str, messages: int = 1) -> int:
@@ -242,15 +242,16 @@ class CostManager:
         """Give a reservation back without charging anything (idempotent)."""
         with self._lock:
             if self._open.pop(reservation.id, None) is not None:
-                self.reserved = max(0.0, self.reserved - reservation.amount)
+                self.reserved = _at_least_zero(self.reserved - reservation.amount)
 
     def settle(self, reservation: Reservation, prompt_tokens: int, completion_tokens: int) -> float:
         """Release ``reservation`` and charge the call's true usage; returns its cost."""
         with self._lock:
             if self._open.pop(reservation.id, None) is not None:  # release(reservation), inlined
-                self.reserved = max(0.0, self.reserved - reservation.amount)
-            cost = self._add(reservation.model, prompt_tokens, completion_tokens, role=reservation.role,
-                             free=reservation.free, failed=False)
+                self.reserved = _at_least_zero(self.reserved - reservation.amount)
+            model = reservation.model
+            cost = 0.0 if reservation.free else self.cost_of(model, prompt_tokens, completion_tokens)
+            self._count(model, reservation.role, prompt_tokens, completion_tokens, cost, False)
             if not reservation.free and self.max_budget is not None:
                 kept = cost <= reservation.amount * (1 + 1e-9)
                 if not kept:
@@ -278,23 +279,29 @@ class CostManager:
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None, free: bool, failed: bool
     ) -> float:
         cost = 0.0 if free else self.cost_of(model, prompt_tokens, completion_tokens)
-        role = role or "<none>"
         with self._lock:
-            by_model = self.by_model.get(model)
-            if by_model is None:
-                by_model = self.by_model[model] = UsageTotals()
-            by_role = self.by_role.get(role)
-            if by_role is None:
-                by_role = self.by_role[role] = UsageTotals()
-            for totals in (self.total, by_model, by_role):  # UsageTotals.add, inlined (every call)
-                totals.prompt_tokens += prompt_tokens
-                totals.completion_tokens += completion_tokens
-                totals.cost += cost
-                if failed:
-                    totals.failed += 1
-                else:
-                    totals.calls += 1
+            self._count(model, role, prompt_tokens, completion_tokens, cost, failed)
         return cost
+
+    def _count(
+        self, model: str, role: str | None, prompt_tokens: int, completion_tokens: int, cost: float, failed: bool
+    ) -> None:
+        """Add one attempt to the totals (the caller holds the lock)."""
+        role = role or "<none>"
+        by_model = self.by_model.get(model)
+        if by_model is None:
+            by_model = self.by_model[model] = UsageTotals()
+        by_role = self.by_role.get(role)
+        if by_role is None:
+            by_role = self.by_role[role] = UsageTotals()
+        for totals in (self.total, by_model, by_role):  # UsageTotals.add, inlined (every call comes here)
+            totals.prompt_tokens += prompt_tokens
+            totals.completion_tokens += completion_tokens
+            totals.cost += cost
+            if failed:
+                totals.failed += 1
+            else:
+                totals.calls += 1
 
     def summary(self) -> str:
         """One line per role plus the total, for logs and the CLI."""
@@ -308,6 +315,11 @@ class CostManager:
             f"${self.total.cost:.6f} of {budget}"
         )
         return "\n".join(lines)
+
+
+def _at_least_zero(amount: float) -> float:
+    """``max(0.0, amount)`` without max()'s argument parsing (every call settles a reservation)."""
+    return amount if amount > 0.0 else 0.0
 
 
 def _failed(totals: UsageTotals) -> str:

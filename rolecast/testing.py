@@ -153,14 +153,7 @@ class _DoubleBase(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> Completion:
-        # _answer(messages, stop, settings, structured, tools, grammar=grammar), inlined: every call comes here
-        call = Call(list(map(dict, messages)), stop, settings, structured, tools, "complete", {}, grammar)
-        with self._lock:
-            self.calls.append(call)
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        reply = await self._reply(call)
-        return self._finish(reply, messages, stop, settings.max_tokens)
+        return await self._answer(messages, stop, settings, structured, tools, grammar=grammar)
 
     async def _answer(
         self,

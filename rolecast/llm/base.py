@@ -306,8 +306,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         if grammar is not None and structured is not None:
             raise UsageError("give either a grammar or a structured-output schema, not both")
         # a reader watches the tokens (the live console): stream a plain-text call, same answer
-        sink = (_token_sink() if structured is None and grammar is None and not tools
-                and type(self)._stream is not BaseLLM._stream else None)  # (self._streams, inlined)
+        sink = _token_sink() if structured is None and grammar is None and not tools and self._streams else None
         stops = list(stop) if stop else None
         merged = self.settings if settings is None else self.settings.merged(settings)
         effective = merged if merged.max_tokens else self._effective(merged)
