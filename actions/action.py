@@ -21,6 +21,7 @@ from rolecast.classes import class_path, loaded_subclass
 from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
+from rolecast.hooks import Hooks
 from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.models import Model
@@ -31,6 +32,9 @@ from .action_node import ActionNode
 
 #: keywords the constructor takes besides the fields
 INIT_KEYWORDS = frozenset({"llm", "context", "config", "llm_name_or_type"})
+
+#: the private attributes :attr:`Action.llm` reads
+_LLM_PRIVATES = ("_forced_llm", "_llm", "_config", "_config_llm", "_role_llm", "_owner")
 
 #: the key under which a dump records the class it came from
 CLASS_KEY = "class_path"
@@ -61,19 +65,25 @@ def _hooked(run: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(run)
     async def wrapper(self: Action, *args: Any, **kwargs: Any) -> Any:
+        hooks = self.context.hooks
+        if not (hooks._invoking or hooks._invoked):  # no hooks: the run itself, under this action's name
+            token = enter_action(self.name)  # model calls made inside are logged with this action's name
+            try:
+                return await run(self, *args, **kwargs)
+            finally:
+                exit_action(token)
         active = _active_runs()
-        if id(self) in active:
+        if id(self) in active:  # a subclass's run calling super().run() inside a hooked call
             return await run(self, *args, **kwargs)
-        token = enter_action(self.name)  # model calls made inside are logged with this action's name
+        token = enter_action(self.name)
         try:
-            return await _invoke(self, active, args, kwargs)
+            return await _invoke(self, hooks, active, args, kwargs)
         finally:
             exit_action(token)
 
-    async def _invoke(self: Action, active: frozenset[int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        hooks = self.context.hooks
-        if not (hooks._invoking or hooks._invoked):
-            return await run(self, *args, **kwargs)
+    async def _invoke(
+        self: Action, hooks: Hooks, active: frozenset[int], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         bound = signature.bind(self, *args, **kwargs)
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
 
@@ -218,23 +228,32 @@ class Action(Model):
     @property
     def llm(self) -> BaseLLM:
         """The model this action calls (resolved: person → action → service → role → team → default)."""
-        if self._forced_llm is not None:
-            return self._forced_llm
-        if self._llm is not None:
-            return self._llm
-        if self._config is not None:  # the action's own configuration (MetaGPT's private config)
-            if self._config_llm is None:
-                cfg = self._config.services.get(self.service or "", self._config.llm)
-                self._config_llm = create_llm(cfg)
-            return self._config_llm
-        if self.service:
+        # the private attributes read from pydantic's dict of them: every model call resolves its model
+        private = self.__pydantic_private__
+        if private is None:  # not initialised (a model made past pydantic's __init__): the slow reads
+            private = {name: getattr(self, name) for name in _LLM_PRIVATES}
+        llm = private["_forced_llm"]
+        if llm is not None:
+            return llm
+        llm = private["_llm"]
+        if llm is not None:
+            return llm
+        config = private["_config"]
+        if config is not None:  # the action's own configuration (MetaGPT's private config)
+            config_llm = private["_config_llm"]
+            if config_llm is None:
+                config_llm = self._config_llm = create_llm(config.services.get(self.service or "", config.llm))
+            return config_llm
+        service = self.service
+        if service:
             context = self.context
-            if self.service in context.services or self.service in context.config.services:
-                return context.llm(self.service)
-            context.llm(self.service)  # logs the missing-service warning once
-        if self._role_llm is not None:
-            return self._role_llm
-        configured = getattr(self._owner, "configured_llm", None)  # the role's own configuration
+            if service in context.services or service in context.config.services:
+                return context.llm(service)
+            context.llm(service)  # logs the missing-service warning once
+        llm = private["_role_llm"]
+        if llm is not None:
+            return llm
+        configured = getattr(private["_owner"], "configured_llm", None)  # the role's own configuration
         return configured if isinstance(configured, BaseLLM) else self.context.llm()
 
     @llm.setter
@@ -244,7 +263,9 @@ class Action(Model):
     @property
     def context(self) -> Context:
         """The context this action runs in: its role's team, else the running scope's."""
-        return self._context if self._context is not None else current_context()
+        private = self.__pydantic_private__
+        context = private["_context"] if private is not None else self._context
+        return context if context is not None else current_context()
 
     def set_context(self, context: Context | None) -> None:
         self._context = context

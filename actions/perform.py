@@ -21,6 +21,7 @@ from loguru import logger
 from pydantic import BaseModel
 
 from memory import Message, any_to_str
+from memory.message import plain_message
 from rolecast.errors import (
     ActionFailed,
     LLMAPIError,
@@ -57,6 +58,8 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
     model goes into ``metadata``. An :class:`ActionOutput` or a filled :class:`ActionNode`
     gives its ``content`` and ``instruct_content``. Anything else is published as its text.
     """
+    if type(result) is str:  # the usual result (the checks below, skipped)
+        return plain_message(result, owner.profile, action, owner.name)
     if isinstance(result, Message):
         if "cause_by" not in result.model_fields_set:  # defaulted to the user's requirement
             result.cause_by = any_to_str(action)
@@ -82,12 +85,8 @@ def to_message(result: Any, action: Action, owner: Performer) -> Message:
             sent_from=owner.name,
             metadata=dict(metadata) if isinstance(metadata, dict) else {},
         )
-    return Message(
-        content="" if result is None else str(result),
-        role=owner.profile,
-        cause_by=action,
-        sent_from=owner.name,
-    )
+    # Message(content=..., role=owner.profile, cause_by=action, sent_from=owner.name), unvalidated when plain
+    return plain_message("" if result is None else str(result), owner.profile, action, owner.name)
 
 
 async def perform(

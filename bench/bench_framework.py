@@ -14,7 +14,8 @@ Measures:
       the next role watches — wall time and time per hand-over (flat in N when only roles
       with news are run and a broadcast is handed only to the roles that watch it);
   (c) concurrency: 20 roles whose model call takes 50 ms each, in one round;
-  (d) the react step: one ``_think`` + ``_act`` of a role with an instant model, in µs.
+  (d) the react step: one ``_think`` + ``_act`` of a role with an instant model, in µs, and the
+      Python function calls it makes (a count: the same under any load).
 """
 
 from __future__ import annotations
@@ -143,6 +144,32 @@ async def _react_step(steps: int = 2000) -> dict[str, float]:
     return {"steps": steps, "us_per_step": wall / steps * 1e6}
 
 
+async def _react_step_calls(steps: int = 20) -> float:
+    """Python function calls per react step (as (d)): a count, the same on any machine under any load."""
+    role = Role(name="Stepper", actions=[Broadcast()], llm=FunctionLLM(lambda messages: "ok"))
+    role.remember(Message(content="go", cause_by=UserRequirement))
+    memory = role.rc.memory
+    for _ in range(5):  # warm up
+        await role.react()
+        memory.delete_newest()
+    calls = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(count)
+    try:
+        for _ in range(steps):
+            await role.react()
+            memory.delete_newest()
+    finally:
+        sys.setprofile(previous)
+    return calls / steps
+
+
 def measured(coro_factory, repeats: int = 1) -> dict[str, float]:
     """Time ``repeats`` runs as they are (the fastest is kept: a loaded machine only adds), then one
     more under tracemalloc for the peak (which slows it down)."""
@@ -183,6 +210,7 @@ def run(quick: bool = False) -> dict:
     results["concurrency"] = asyncio.run(_concurrency())
     results["react_step"] = min((asyncio.run(_react_step(500 if quick else 2000)) for _ in range(3)),
                                 key=lambda r: r["us_per_step"])
+    results["react_step"]["python_calls_per_step"] = asyncio.run(_react_step_calls())
     return results
 
 
@@ -215,7 +243,7 @@ def report(results: dict) -> str:
     )
     r = results["react_step"]
     lines.append(f"(d) react step (think + act, instant model): {r['us_per_step']:.1f} µs "
-                 f"({r['steps']} steps, best of 3)")
+                 f"({r['steps']} steps, best of 3), {r['python_calls_per_step']:.0f} Python calls")
     return "\n".join(lines)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import threading
-import uuid
 import weakref
 from typing import Any, TypeVar
 
@@ -34,6 +34,17 @@ USER_REQUIREMENT = "actions.action.UserRequirement"
 MAX_MESSAGE_DEPTH = 200
 
 B = TypeVar("B", bound=type[BaseModel])
+
+
+# a version-4 UUID's fixed bits (RFC 4122 variant, version 4), as uuid.UUID(version=4) sets them
+_UUID4_KEEP = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def new_message_id() -> str:
+    """A fresh message id: a random version-4 UUID as 32 hex digits, the same as ``uuid.uuid4().hex``
+    (made from the same 16 random bytes without building a UUID object; every message gets one)."""
+    return f"{int.from_bytes(os.urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}"
 
 
 def any_to_str(val: Any) -> str:
@@ -88,7 +99,7 @@ class Message(Model):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, defer_build=True)
 
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    id: str = Field(default_factory=new_message_id)
     content: str = ""
     instruct_content: BaseModel | None = None
     role: str = "user"
@@ -216,6 +227,41 @@ class Message(Model):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Message) and other.id == self.id
+
+
+_urandom = os.urandom
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+#: the fields a framework-made message is given (see :func:`plain_message`)
+_PLAIN_FIELDS_SET = frozenset({"content", "role", "cause_by", "sent_from"})
+
+
+def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Message:
+    """``Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)``, built without
+    running the validators when the values are already what they would make of them (``content``,
+    ``role`` and ``sent_from`` plain strings, ``cause_by`` an action or class naming a plain string):
+    the same fields, defaults and set fields as the validated message. Anything else is validated.
+    (An action's result becomes a message this way, every step.)"""
+    plain = type(content) is str and type(role) is str and type(sent_from) is str
+    if not (plain and isinstance(cause_by, (BaseModel, type))):
+        return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
+    cls = cause_by if isinstance(cause_by, type) else type(cause_by)
+    if cls is cause_by or _HAS_PROFILE.get(cls) is False:  # (_sender_or_cause's rule, inlined)
+        cause = f"{cls.__module__}.{cls.__qualname__}"
+    else:
+        cause = _sender_or_cause(cause_by)
+        if type(cause) is not str:
+            return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
+    message = _object_new(Message)
+    _object_setattr(message, "__dict__", {
+        "id": f"{int.from_bytes(_urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}",  # new_message_id()
+        "content": content, "instruct_content": None, "role": role, "cause_by": cause,
+        "sent_from": sent_from, "send_to": {MESSAGE_ROUTE_TO_ALL}, "metadata": {},
+    })
+    _object_setattr(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
+    _object_setattr(message, "__pydantic_extra__", None)
+    _object_setattr(message, "__pydantic_private__", None)
+    return message
 
 
 class InstructContent(BaseModel):

@@ -167,4 +167,7 @@ def current_scope() -> Scope:
 
 
 def current_context() -> Context:
-    return current_scope().context
+    scope = _SCOPE.get()  # (current_scope() inlined: every action's context and model are resolved through here)
+    if scope is not None:
+        return scope.context
+    return _DEFAULT if _DEFAULT is not None else default_context()

@@ -66,7 +66,7 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 
 def estimate_tokens(text: str) -> int:
     """A cheap, provider-independent token estimate (about four characters a token)."""
-    return max(1, (len(text) + 3) // 4) if text else 0
+    return (len(text) + 3) // 4 if text else 0  # (at least 1 for any text: no max() needed)
 
 
 def max_prompt_tokens(text: str, messages: int = 1) -> int:
@@ -81,7 +81,7 @@ def max_prompt_tokens(text: str, messages: int = 1) -> int:
     return -(-(len(text) - other) // 3) + 2 * other + 4 * messages + 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Reservation:
     """The worst-case cost a call set aside before it started; settled or released exactly once."""
 
@@ -90,6 +90,16 @@ class Reservation:
     role: str | None
     amount: float
     free: bool = False
+
+    def __init__(self, id: int, model: str, role: str | None, amount: float, free: bool = False) -> None:
+        # the frozen dataclass's own __init__ sets each field through object.__setattr__ (a third of
+        # a metered call's bookkeeping); the instance's dict is filled directly instead
+        values = self.__dict__
+        values["id"] = id
+        values["model"] = model
+        values["role"] = role
+        values["amount"] = amount
+        values["free"] = free
 
 
 @dataclass
@@ -143,6 +153,9 @@ class CostManager:
     #: one (False), or nobody knows yet (absent). Until a model is trusted its calls run one at a time.
     honours_max_tokens: dict[str, bool] = field(default_factory=dict)
     _solo: set[str] = field(default_factory=set, repr=False)  # models with their one call in flight
+    # the price table's names when the prefix matches below were found, and the matches (name -> key or None)
+    _prefix_keys: frozenset[str] = field(default_factory=frozenset, repr=False)
+    _prefix_of: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     @property
     def total_cost(self) -> float:
@@ -151,10 +164,20 @@ class CostManager:
     def price_of(self, model: str) -> tuple[float, float] | None:
         """(input, output) dollars per million tokens, or None when the model is unknown."""
         name = model.lower().rsplit("/", 1)[-1]
-        if name in self.prices:
-            return self.prices[name]
-        best = max((p for p in self.prices if name.startswith(p)), key=len, default=None)
-        return self.prices[best] if best else None
+        prices = self.prices
+        if name in prices:
+            return prices[name]
+        # the longest name of the table that prefixes it: found once while the table's names stay the
+        # same (its prices are read from the table each time; ``prices`` may be changed or replaced)
+        if self._prefix_keys != prices.keys():
+            self._prefix_keys = frozenset(prices)
+            self._prefix_of = {}
+        prefix_of = self._prefix_of
+        if name in prefix_of:
+            best = prefix_of[name]
+        else:
+            best = prefix_of[name] = max((p for p in prices if name.startswith(p)), key=len, default=None)
+        return prices[best] if best else None
 
     def cost_of(self, model: str, prompt_tokens: int, completion_tokens: int, *, free: bool = False) -> float:
         if free:
@@ -176,7 +199,7 @@ class CostManager:
         free: bool = False,
     ) -> Reservation:
         """Set aside a call's worst case; :class:`BudgetExceeded` if spent + reserved + it would pass the budget."""
-        amount = self.cost_of(model, prompt_tokens, max_completion_tokens, free=free)
+        amount = 0.0 if free else self.cost_of(model, prompt_tokens, max_completion_tokens)
         with self._lock:
             if self.max_budget is not None and (
                 self.total.cost >= self.max_budget or self.total.cost + self.reserved + amount > self.max_budget
@@ -219,15 +242,16 @@ class CostManager:
         """Give a reservation back without charging anything (idempotent)."""
         with self._lock:
             if self._open.pop(reservation.id, None) is not None:
-                self.reserved = max(0.0, self.reserved - reservation.amount)
+                self.reserved = _at_least_zero(self.reserved - reservation.amount)
 
     def settle(self, reservation: Reservation, prompt_tokens: int, completion_tokens: int) -> float:
         """Release ``reservation`` and charge the call's true usage; returns its cost."""
         with self._lock:
-            self.release(reservation)
-            cost = self.record(
-                reservation.model, prompt_tokens, completion_tokens, role=reservation.role, free=reservation.free
-            )
+            if self._open.pop(reservation.id, None) is not None:  # release(reservation), inlined
+                self.reserved = _at_least_zero(self.reserved - reservation.amount)
+            model = reservation.model
+            cost = 0.0 if reservation.free else self.cost_of(model, prompt_tokens, completion_tokens)
+            self._count(model, reservation.role, prompt_tokens, completion_tokens, cost, False)
             if not reservation.free and self.max_budget is not None:
                 kept = cost <= reservation.amount * (1 + 1e-9)
                 if not kept:
@@ -254,15 +278,30 @@ class CostManager:
     def _add(
         self, model: str, prompt_tokens: int, completion_tokens: int, *, role: str | None, free: bool, failed: bool
     ) -> float:
-        cost = self.cost_of(model, prompt_tokens, completion_tokens, free=free)
+        cost = 0.0 if free else self.cost_of(model, prompt_tokens, completion_tokens)
         with self._lock:
-            for totals in (
-                self.total,
-                self.by_model.setdefault(model, UsageTotals()),
-                self.by_role.setdefault(role or "<none>", UsageTotals()),
-            ):
-                totals.add(prompt_tokens, completion_tokens, cost, failed=failed)
+            self._count(model, role, prompt_tokens, completion_tokens, cost, failed)
         return cost
+
+    def _count(
+        self, model: str, role: str | None, prompt_tokens: int, completion_tokens: int, cost: float, failed: bool
+    ) -> None:
+        """Add one attempt to the totals (the caller holds the lock)."""
+        role = role or "<none>"
+        by_model = self.by_model.get(model)
+        if by_model is None:
+            by_model = self.by_model[model] = UsageTotals()
+        by_role = self.by_role.get(role)
+        if by_role is None:
+            by_role = self.by_role[role] = UsageTotals()
+        for totals in (self.total, by_model, by_role):  # UsageTotals.add, inlined (every call comes here)
+            totals.prompt_tokens += prompt_tokens
+            totals.completion_tokens += completion_tokens
+            totals.cost += cost
+            if failed:
+                totals.failed += 1
+            else:
+                totals.calls += 1
 
     def summary(self) -> str:
         """One line per role plus the total, for logs and the CLI."""
@@ -276,6 +315,11 @@ class CostManager:
             f"${self.total.cost:.6f} of {budget}"
         )
         return "\n".join(lines)
+
+
+def _at_least_zero(amount: float) -> float:
+    """``max(0.0, amount)`` without max()'s argument parsing (every call settles a reservation)."""
+    return amount if amount > 0.0 else 0.0
 
 
 def _failed(totals: UsageTotals) -> str:

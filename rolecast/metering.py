@@ -33,6 +33,7 @@ class Meter:
 
 _DEFAULT_COST_MANAGER = CostManager()
 _METER: ContextVar[Meter | None] = ContextVar("rolecast_meter", default=None)
+_DEFAULT_METER = Meter(_DEFAULT_COST_MANAGER)  # frozen: one for every call made outside any team
 
 
 def default_cost_manager() -> CostManager:
@@ -51,7 +52,7 @@ def exit_meter(token: Token[Meter | None]) -> None:
 
 def current_meter() -> Meter:
     """The meter of the running task (the process-wide one outside any team)."""
-    return _METER.get() or Meter(_DEFAULT_COST_MANAGER)
+    return _METER.get() or _DEFAULT_METER
 
 
 @contextmanager

@@ -105,6 +105,16 @@ class _DoubleBase(BaseLLM):
     def _finish(
         self, reply: str | Completion, messages: Messages, stop: list[str] | None, max_tokens: int | None = None
     ) -> Completion:
+        if type(reply) is str:  # the usual reply: the Completion made once, with its usage
+            text = truncate_at_stop(reply, stop) if stop else reply
+            finish_reason = None
+            tokens = estimate_tokens(text)
+            if max_tokens and tokens > max_tokens:  # cut at max_tokens, as below
+                text = text[: max_tokens * 4]
+                finish_reason = "length"
+                tokens = estimate_tokens(text)
+            usage = Usage(estimate_tokens(messages_text(messages)), tokens, estimated=True)
+            return Completion(text, usage, self.model, finish_reason)
         if isinstance(reply, Completion):
             completion = reply
             completion.text = truncate_at_stop(completion.text, stop)
@@ -156,7 +166,7 @@ class _DoubleBase(BaseLLM):
         grammar: str | None = None,
         **extra: Any,
     ) -> Completion:
-        call = Call([dict(m) for m in messages], stop, settings, structured, tools, kind, extra, grammar)
+        call = Call(list(map(dict, messages)), stop, settings, structured, tools, kind, extra, grammar)
         with self._lock:
             self.calls.append(call)
         if self.delay:
@@ -236,7 +246,7 @@ class FunctionLLM(_DoubleBase):
 
     async def _reply(self, call: Call) -> str | Completion:
         result = self.fn(call.messages, call) if self._wants_call else self.fn(call.messages)
-        if inspect.isawaitable(result):
+        if type(result) is not str and inspect.isawaitable(result):
             result = await result
         return result
 

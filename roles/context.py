@@ -293,6 +293,10 @@ class MessageQueue:
         return len(self._queue)
 
 
+#: RoleContext's fields that are set as they are (no validation on assignment, no listener)
+_PLAIN_FIELDS = frozenset({"env", "msg_buffer", "memory", "state", "todo", "news", "react_mode", "max_react_loop"})
+
+
 class RoleContext(Model):
     """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
 
@@ -315,6 +319,12 @@ class RoleContext(Model):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name != "watch":
+            if name in _PLAIN_FIELDS and type(self) is RoleContext:
+                # what pydantic does for a field without assignment validation, without its two calls
+                # (a react step sets state and todo four times)
+                self.__dict__[name] = value
+                self.__pydantic_fields_set__.add(name)
+                return
             super().__setattr__(name, value)
             return
         # a new watch list keeps the old one's listener, and tells it

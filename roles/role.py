@@ -60,6 +60,13 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
+# the react modes a turn asks about (a module's name is read faster than an enum's member)
+_BY_ORDER = RoleReactMode.BY_ORDER
+_PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
+#: the fields of the role's context that _set_state sets
+_STATE_FIELDS = ("state", "todo")
+
+
 class Role(MetaGPTSDK, Inbox, Model):
     """Subclass it as in MetaGPT::
 
@@ -264,9 +271,11 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def prompt_history(self) -> list[Message]:
         """The history this role's prompts carry: all of it, or with long-term memory the recent
         and the relevant-to-the-news part, within its token budget."""
-        if self._long_term_memory is None:
+        private = self.__pydantic_private__  # (read past Model.__getattr__: every step asks)
+        long_term = private["_long_term_memory"] if private is not None else self._long_term_memory
+        if long_term is None:
             return self.rc.history
-        return await self._long_term_memory.context(self.rc.memory, self.rc.news)
+        return await long_term.context(self.rc.memory, self.rc.news)
 
     def _get_prefix(self) -> str:
         """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
@@ -343,8 +352,17 @@ class Role(MetaGPTSDK, Inbox, Model):
             self.planner_reviewer = ask_a_person(self._llm if self.is_human else None)
 
     def _set_state(self, state: int) -> None:
-        self.rc.state = state
-        self.rc.todo = self.actions[state] if 0 <= state < len(self.actions) else None
+        rc = self.rc
+        actions = self.actions
+        todo = actions[state] if 0 <= state < len(actions) else None
+        if type(rc) is RoleContext:  # rc.state = state; rc.todo = todo, as RoleContext.__setattr__ does them
+            values = rc.__dict__
+            values["state"] = state
+            values["todo"] = todo
+            rc.__pydantic_fields_set__.update(_STATE_FIELDS)
+        else:
+            rc.state = state
+            rc.todo = todo
 
     # -------------------------------------------------------------- the turn
     async def _think(self) -> bool:
@@ -352,7 +370,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         n = len(self.actions)
         if n == 0:
             return False
-        if self.rc.react_mode == RoleReactMode.BY_ORDER:
+        if self.rc.react_mode == _BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
             self._set_state(self.rc.state + 1)
@@ -402,7 +420,8 @@ class Role(MetaGPTSDK, Inbox, Model):
             todo = self.rc.todo
             assert todo is not None  # _think returned True
             # the default _act runs the action through perform itself; an override is wrapped in it
-            rsp = await (self._act() if self.acts_concurrently else perform(self, todo, invoke=self._act))
+            default_act = type(self)._act is Role._act  # (self.acts_concurrently)
+            rsp = await (self._act() if default_act else perform(self, todo, invoke=self._act))
             taken += 1
         return rsp
 
@@ -430,7 +449,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def react(self) -> Message | None:
         """One reaction by the role's react mode; the state is reset afterwards."""
         try:
-            if self.rc.react_mode == RoleReactMode.PLAN_AND_ACT:
+            if self.rc.react_mode == _PLAN_AND_ACT:
                 return await self._plan_and_act()
             return await self._react()
         finally:

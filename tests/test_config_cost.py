@@ -76,6 +76,20 @@ def test_prices_match_dated_snapshots_and_unknown_models_cost_zero_once(caplog):
     assert cm.cost_of("anything", 10**6, 0, free=True) == 0.0
 
 
+def test_a_price_table_changed_at_run_time_prices_the_next_call():
+    cm = CostManager()
+    assert cm.price_of("my-own-model-v2") is None and cm.price_of("gpt-4o-2024-08-06") == cm.prices["gpt-4o"]
+    cm.prices["my-own-model"] = (1.0, 2.0)  # a new family: its dated names find it
+    assert cm.price_of("my-own-model-v2") == (1.0, 2.0)
+    cm.prices["gpt-4o"] = (5.0, 20.0)  # a new price under the same name
+    assert cm.cost_of("gpt-4o-2024-08-06", 10**6, 0) == pytest.approx(5.0)
+    del cm.prices["my-own-model"]
+    cm.prices["my-own"] = (3.0, 3.0)  # as many names as before, not the same ones
+    assert cm.price_of("my-own-model-v2") == (3.0, 3.0)
+    cm.prices = {"gpt": (0.5, 0.5)}  # a new table
+    assert cm.price_of("gpt-4o-2024-08-06") == (0.5, 0.5) and cm.price_of("my-own-model-v2") is None
+
+
 def test_budget_check_refuses_a_call_whose_prompt_would_pass_the_limit():
     cm = CostManager(max_budget=1.0)
     cm.record("gpt-4o", 300_000, 0, role="A")  # $0.75

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import pytest
+from pydantic import BaseModel, ValidationError
 
 from actions import Action, UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message, any_to_str
@@ -139,3 +140,31 @@ def test_memory_is_a_pydantic_field_that_round_trips_in_a_role_context():
     restored = RoleContext.model_validate_json(rc.model_dump_json())
     assert isinstance(restored.memory, Memory)
     assert [m.content for m in restored.memory.get_by_action(WriteCode)] == ["a"]
+
+
+def test_an_action_result_becomes_the_same_message_as_one_made_by_hand():
+    """A step's message is built without the validators; it is the validated message all the same."""
+    import uuid
+
+    from actions.perform import to_message
+    from roles import Role
+
+    class Named(Action):  # an action with a profile sends as its name (the validator's rule)
+        profile: str = "p"
+
+    role = Role(name="Alice", profile="Coder")
+    for action in (WriteCode(), Named(name="Nm")):
+        made = to_message("some text", action, role)
+        by_hand = Message(content="some text", role="Coder", cause_by=action, sent_from="Alice")
+        assert made.model_dump(exclude={"id"}) == by_hand.model_dump(exclude={"id"})
+        assert made.model_fields_set == by_hand.model_fields_set
+        assert made.model_dump_json(exclude={"id"}) == by_hand.model_dump_json(exclude={"id"})
+        assert Message.model_validate(made.model_dump()) == made
+        assert uuid.UUID(made.id).version == 4 and uuid.UUID(made.id).hex == made.id
+        made.cause_by = UserRequirement  # still validated on assignment
+        assert made.cause_by == "actions.action.UserRequirement"
+    assert to_message(None, WriteCode(), role).content == ""
+    role.profile = 7  # type: ignore[assignment]  # set past validation: the message is validated, as before
+    with pytest.raises(ValidationError):
+        to_message("x", WriteCode(), role)
+    assert len({Message("x").id for _ in range(1000)}) == 1000

@@ -126,10 +126,13 @@ class BaseLLM(MetaGPTCalls, ABC):
         self, messages: Messages, max_tokens: int, request: dict[str, Any], meter: Meter | None = None
     ) -> Reservation:
         """Reserve the call's worst case: an upper bound of its prompt (tools and schema too) plus ``max_tokens``."""
-        tools, schema = request.get("tools"), request.get("schema")
-        extra = json.dumps([tools, schema], default=str) if tools or schema else ""
-        prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
         meter = meter or current_meter()
+        if self.free:  # it costs nothing whatever its prompt: only the budget's state is checked
+            prompt = 0
+        else:
+            tools, schema = request.get("tools"), request.get("schema")
+            extra = json.dumps([tools, schema], default=str) if tools or schema else ""
+            prompt = max_prompt_tokens(messages_text(messages) + extra, len(messages))
         return meter.cost_manager.reserve(self.model, prompt, max_tokens, role=meter.role, free=self.free)
 
     def _record(
@@ -196,7 +199,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         log = meter.run_log
         if log is not None and log.idle:  # nothing would read the call's record
             log = None
-        role, action = meter.role or "", current_action()
+        role = meter.role or ""
+        action = current_action() if log is not None else ""  # the action's name is for the log
         fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
         if log is not None:
             recorded = log.lookup(role, action, fp, summary)
@@ -206,7 +210,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                 return result
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
         costs = meter.cost_manager
-        alone = await costs.admit(self.model, free=self.free)  # until the model is known to stop at max_tokens
+        # until the model is known to stop at max_tokens (nothing to wait for when free or without a budget)
+        alone = None if self.free or costs.max_budget is None else await costs.admit(self.model, free=self.free)
         try:
             reservation = self._reserve(messages, reserved, request, meter)
             started = time.monotonic()
@@ -220,7 +225,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                 raise
             cost = self._record(messages, result.usage, result.text, reservation, meter)
         finally:
-            costs.dismiss(alone)
+            if alone is not None:
+                costs.dismiss(alone)
         if log is not None:  # written (with every call answered in this turn) before the answer is used
             await log.commit_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
@@ -302,8 +308,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         # a reader watches the tokens (the live console): stream a plain-text call, same answer
         sink = _token_sink() if structured is None and grammar is None and not tools and self._streams else None
         stops = list(stop) if stop else None
-        merged = self.settings.merged(settings)
-        effective = self._effective(merged)
+        merged = self.settings if settings is None else self.settings.merged(settings)
+        effective = merged if merged.max_tokens else self._effective(merged)
         # only a provider that declares the capability gets the keyword
         extra: dict[str, Any] = {"grammar": grammar} if grammar and self.supports_grammar else {}
         return await self._metered(

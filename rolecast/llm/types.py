@@ -123,7 +123,11 @@ class StructuredRequest:
 
 def to_messages(prompt: str | Sequence[dict[str, Any]], system_msgs: Sequence[str] | None = None) -> Messages:
     """Turn a prompt (text or chat messages) plus optional system prompts into chat messages."""
-    messages: Messages = [{"role": "system", "content": s} for s in (system_msgs or []) if s]
+    messages: Messages = []
+    if system_msgs:
+        for s in system_msgs:  # (a loop: no comprehension's frame for one or two system prompts)
+            if s:
+                messages.append({"role": "system", "content": s})
     if isinstance(prompt, str):
         messages.append({"role": "user", "content": prompt})
     else:
@@ -132,7 +136,10 @@ def to_messages(prompt: str | Sequence[dict[str, Any]], system_msgs: Sequence[st
 
 
 def messages_text(messages: Messages) -> str:
-    return "\n".join([str(m.get("content") or "") for m in messages])
+    parts = []
+    for m in messages:  # (a loop: no comprehension's frame; every metered call joins its messages)
+        parts.append(str(m.get("content") or ""))
+    return "\n".join(parts)
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
