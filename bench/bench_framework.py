@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from actions import Action, UserRequirement  # noqa: E402
 from environment import Team  # noqa: E402
-from memory import Message  # noqa: E402
+from memory import Memory, Message  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402
 
@@ -127,15 +127,21 @@ async def _chain(n_roles: int, broadcast: bool = False) -> dict[str, float]:
             "us_per_delivered": wall / delivered * 1e6, "us_per_handover": wall / n_roles * 1e6}
 
 
-async def _react_step(steps: int = 2000) -> dict[str, float]:
-    """µs per react step: ``_think`` + ``_act`` of a one-action role (no model call to choose) with an
-    instant model, the history kept at one message (the step's result is forgotten after it)."""
+async def _stepper(warm_up: int) -> tuple[Role, Memory]:
+    """A one-action role with an instant model and one message of history, after ``warm_up`` steps."""
     role = Role(name="Stepper", actions=[Broadcast()], llm=FunctionLLM(lambda messages: "ok"))
     role.remember(Message(content="go", cause_by=UserRequirement))
     memory = role.rc.memory
-    for _ in range(50):  # warm up
+    for _ in range(warm_up):
         await role.react()
         memory.delete_newest()
+    return role, memory
+
+
+async def _react_step(steps: int = 2000) -> dict[str, float]:
+    """µs per react step: ``_think`` + ``_act`` of a one-action role (no model call to choose) with an
+    instant model, the history kept at one message (the step's result is forgotten after it)."""
+    role, memory = await _stepper(50)
     t0 = time.perf_counter()
     for _ in range(steps):
         await role.react()
@@ -146,12 +152,7 @@ async def _react_step(steps: int = 2000) -> dict[str, float]:
 
 async def _react_step_calls(steps: int = 20) -> float:
     """Python function calls per react step (as (d)): a count, the same on any machine under any load."""
-    role = Role(name="Stepper", actions=[Broadcast()], llm=FunctionLLM(lambda messages: "ok"))
-    role.remember(Message(content="go", cause_by=UserRequirement))
-    memory = role.rc.memory
-    for _ in range(5):  # warm up
-        await role.react()
-        memory.delete_newest()
+    role, memory = await _stepper(5)
     calls = 0
 
     def count(frame: object, event: str, arg: object) -> None:

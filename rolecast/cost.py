@@ -122,13 +122,21 @@ class UsageTotals:
         return self.calls + self.failed
 
     def add(self, prompt_tokens: int, completion_tokens: int, cost: float, *, failed: bool = False) -> None:
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
-        self.cost += cost
+        _add_to((self,), prompt_tokens, completion_tokens, cost, failed)
+
+
+def _add_to(
+    totals: tuple[UsageTotals, ...], prompt_tokens: int, completion_tokens: int, cost: float, failed: bool
+) -> None:
+    """Add one attempt to each of ``totals`` (one call for the team's, the model's and the role's)."""
+    for t in totals:
+        t.prompt_tokens += prompt_tokens
+        t.completion_tokens += completion_tokens
+        t.cost += cost
         if failed:
-            self.failed += 1
+            t.failed += 1
         else:
-            self.calls += 1
+            t.calls += 1
 
 
 @dataclass
@@ -294,14 +302,7 @@ class CostManager:
         by_role = self.by_role.get(role)
         if by_role is None:
             by_role = self.by_role[role] = UsageTotals()
-        for totals in (self.total, by_model, by_role):  # UsageTotals.add, inlined (every call comes here)
-            totals.prompt_tokens += prompt_tokens
-            totals.completion_tokens += completion_tokens
-            totals.cost += cost
-            if failed:
-                totals.failed += 1
-            else:
-                totals.calls += 1
+        _add_to((self.total, by_model, by_role), prompt_tokens, completion_tokens, cost, failed)
 
     def summary(self) -> str:
         """One line per role plus the total, for logs and the CLI."""
