@@ -297,6 +297,10 @@ class MessageQueue:
 _PLAIN_FIELDS = frozenset({"env", "msg_buffer", "memory", "state", "todo", "news", "react_mode", "max_react_loop"})
 
 
+#: the fields :meth:`RoleContext.set_state` sets
+_STATE_FIELDS = ("state", "todo")
+
+
 class RoleContext(Model):
     """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
 
@@ -335,6 +339,17 @@ class RoleContext(Model):
         super().__setattr__(name, watch)
         if listener is not None:
             listener()
+
+    def set_state(self, state: int, todo: Action | None) -> None:
+        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice)."""
+        if type(self) is RoleContext:  # the plain fields' assignment below, both at once
+            values = self.__dict__
+            values["state"] = state
+            values["todo"] = todo
+            self.__pydantic_fields_set__.update(_STATE_FIELDS)
+        else:
+            self.state = state
+            self.todo = todo
 
     def set_watch_listener(self, listener: Callable[[], None] | None) -> None:
         """Call ``listener()`` whenever the watch list changes (assigned, or changed in place)."""

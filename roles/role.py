@@ -63,8 +63,6 @@ INIT_KEYWORDS = frozenset(
 # the react modes a turn asks about (a module's name is read faster than an enum's member)
 _BY_ORDER = RoleReactMode.BY_ORDER
 _PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
-#: the fields of the role's context that _set_state sets
-_STATE_FIELDS = ("state", "todo")
 
 
 class Role(MetaGPTSDK, Inbox, Model):
@@ -352,17 +350,8 @@ class Role(MetaGPTSDK, Inbox, Model):
             self.planner_reviewer = ask_a_person(self._llm if self.is_human else None)
 
     def _set_state(self, state: int) -> None:
-        rc = self.rc
         actions = self.actions
-        todo = actions[state] if 0 <= state < len(actions) else None
-        if type(rc) is RoleContext:  # rc.state = state; rc.todo = todo, as RoleContext.__setattr__ does them
-            values = rc.__dict__
-            values["state"] = state
-            values["todo"] = todo
-            rc.__pydantic_fields_set__.update(_STATE_FIELDS)
-        else:
-            rc.state = state
-            rc.todo = todo
+        self.rc.set_state(state, actions[state] if 0 <= state < len(actions) else None)
 
     # -------------------------------------------------------------- the turn
     async def _think(self) -> bool:
