@@ -95,9 +95,9 @@ async def test_a_connection_error_in_an_action_is_an_action_failed():
         async def run(self, *args):
             return await self._aask("hi")
 
-    role = Role(name="Ada", actions=[Ask()], llm=ScriptedLLM([LLMConnectionError("could not reach http://x")]))
+    role = Role(name="Ada", actions=[Ask()], llm=ScriptedLLM([LLMConnectionError("could not reach http://127.0.0.1:9")]))
     with pytest.raises(ActionFailed) as info:
         await perform(role, role.actions[0])
     assert info.value.role == "Ada" and info.value.action == "Ask"
     assert isinstance(info.value.__cause__, LLMConnectionError)
-    assert "http://x" in str(info.value)
+    assert "http://127.0.0.1:9" in str(info.value)
