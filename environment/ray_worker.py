@@ -61,8 +61,12 @@ class SharedSQLiteRunStore(SQLiteRunStore):
 
     Each write (one event or a batch) takes the file's write lock first (``BEGIN IMMEDIATE``),
     numbers its events from the file, never from a cache, and commits at once: no worker
-    holds the lock while the others wait for it.
+    holds the lock while the others wait for it. It keeps no journal (its ``extend`` is its own,
+    without the journal's bookkeeping): a worker's model call waits for the commit that holds it.
     """
+
+    def __init__(self, path: str, *, journal: bool = False):
+        super().__init__(path, journal=journal)
 
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:

@@ -111,10 +111,11 @@ class Team(Model):
     ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
     every recorded model call answered from the log (nothing is paid twice), and the
     run goes on live from the first call the log does not hold. A model call's answer
-    is committed to the store before it is used; ``durability="batched"`` (the default)
-    commits the calls answered in the same turn of the event loop together, ``"call"``
-    commits each alone (after a crash, at most the calls in flight are asked again; one
-    commit per call costs more, see :mod:`rolecast.runlog`).
+    is durable before it is used: with the SQLite store at once, in its journal (after a
+    crash, only the calls in flight are asked again), and in the database with the other
+    events of that turn of the event loop (``durability="batched"``, the default);
+    ``"call"`` commits each call alone in the database (one transaction per call costs
+    more, see :mod:`rolecast.runlog`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises

@@ -19,22 +19,23 @@ schema, tools and settings), so concurrent roles may interleave differently than
 the recorded run.
 
 Writing is batched: events wait in the log until the end of the event loop's current
-turn and are then written to the store together, in one transaction (a group commit).
-In an in-process round (:meth:`RunLog.hold`) the events that can be re-derived — the
-round's start, its messages — wait for the next write instead: a model call's commit or
-the round's end, which is written before any of the round's messages is delivered.
-A model call's answer is never used before it is durable — :meth:`RunLog.commit_call`
-returns only after the write that holds it — and the events that cannot be re-derived
-(:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start and
-stop, a checkpoint) are written at once. Outside an event loop every event is written
+turn and are then written to the store together, in one transaction. In an in-process
+round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
+messages — wait for the next write instead: a model call's, or the round's end, which is
+written before any of the round's messages is delivered. The events that cannot be
+re-derived (:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start
+and stop, a checkpoint) are written at once. Outside an event loop every event is written
 at once.
 
-So a crash (``kill -9``) re-issues only calls whose answers were never used: the calls
-in flight, and those answered in the same turn of the event loop as the crash, whose
-commit had not happened yet. ``durability="call"`` commits every call alone, at once
-— after a crash at most the calls in flight are asked again — for one commit per call
-(a 100-role broadcast run with the store on costs about twice the overhead; see
-``bench/bench_store.py``).
+A model call's answer is never used before it is durable (:meth:`RunLog.log_call`). The
+SQLite store makes it durable at once, with one copy into its journal
+(:mod:`rolecast.journal`), and the database gets it with the turn's other events; a crash
+(``kill -9``) then re-issues only the calls in flight. With a store that keeps no journal
+(PostgreSQL, memory), the calls answered in one turn of the event loop share one
+transaction (a group commit) that each waits for; a crash also re-issues those answered in
+the turn it struck, since none of them was used. ``durability="call"`` commits every call
+alone, at once, in the database itself (about twice the log's cost on a 100-role
+broadcast run; see ``bench/bench_store.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -172,6 +173,8 @@ class RunLog:
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
         self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
+        #: the store's ``stage`` (durable at once, written to the database with the next write), if it has one
+        self._stage: Callable[[Sequence[RunEvent]], bool] | None = getattr(store, "stage", None)
         if store is not None:
             self._load(store, after_seq)
 
@@ -355,9 +358,9 @@ class RunLog:
         sender = str(getattr(message, "sent_from", "") or "")
         if self._subscribers:  # they read the event's dict
             self.emit(MESSAGE, {"message": message.model_dump(mode="json")}, role=sender, force=True)
-        elif self.store is not None:
-            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender,
-                                 text=f'{{"message":{message.model_dump_json()}}}'))
+        elif self.store is not None:  # (model_dump_json's own encoder, called without its keywords' cost)
+            text = b'{"message":' + type(message).__pydantic_serializer__.to_json(message) + b"}"
+            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender, text=text.decode()))
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -390,23 +393,33 @@ class RunLog:
         """Log one model call (answered, or failed with ``data["error"]``): in the store on return."""
         self.emit(LLM_CALL, data, role=role, force=True)
 
-    async def commit_call(self, role: str, data: dict[str, Any]) -> None:
-        """Log one answered model call and return once it is in the store (write-ahead: before the
-        answer is used). Calls answered in the same turn of the event loop share one write, unless
-        ``durability="call"``."""
+    def log_call(self, role: str, data: dict[str, Any]) -> asyncio.Future[None] | None:
+        """Log one answered model call, durably; a future to await before the answer is used, or None
+        when it is durable already. A store with a journal
+        (:meth:`SQLiteRunStore.stage <rolecast.store.SQLiteRunStore.stage>`) makes it durable at once,
+        with one copy, and its database gets it with the other events at the end of this turn of the
+        event loop; with another store, the calls answered in the same turn share one write, which each
+        waits for (the future). ``durability="call"`` commits it alone, at once."""
         if self.durability == "call":
             self.record_call(role, data)
-            return
+            return None
         event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
         written = None
         if self.store is not None:
             if not self._subscribers:
                 event.seal()
-            with self._lock:
+            with self._lock:  # (the journal's order is the log's)
+                staged = self._stage is not None and self._stage((event,))
                 self._pending.append(event)
-            written = self._flush_soon(wait=True)
+            written = self._flush_soon(wait=not staged)
         if self._subscribers:
             self._tell(event)
+        return written
+
+    async def commit_call(self, role: str, data: dict[str, Any]) -> None:
+        """Log one answered model call and return once it is durable (write-ahead: before the answer
+        is used); see :meth:`log_call`."""
+        written = self.log_call(role, data)
         if written is not None:
             await written
 

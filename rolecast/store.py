@@ -15,9 +15,11 @@ and inspecting it (``rolecast runs ...``).
 transaction), ``events``, ``runs``, ``close`` — so that a PostgreSQL store (for runs
 spread over several machines) implements the same five methods.
 :class:`SQLiteRunStore` is the embedded default: one file, WAL mode, one committed
-transaction per write. The run's :class:`~rolecast.runlog.RunLog` decides when to
-write: a model call answered is durable before its answer is used, so a crash (even
-``kill -9``) loses at most the model call in flight.
+transaction per write, and a journal (:mod:`rolecast.journal`) that makes a model call
+durable with one copy, before the transaction that writes it. The run's
+:class:`~rolecast.runlog.RunLog` decides when to write: a model call answered is durable
+before its answer is used, so a crash (even ``kill -9``) loses at most the model calls in
+flight.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from loguru import logger
 from pydantic_core import to_json
 
+from . import journal as _journal
 from .errors import ConfigError, StoreError
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
@@ -151,7 +156,12 @@ class RunInfo:
 
 @runtime_checkable
 class RunStore(Protocol):
-    """Where runs are logged. ``append`` and ``extend`` are durable when they return."""
+    """Where runs are logged. ``append`` and ``extend`` are durable when they return.
+
+    A store may also offer ``stage(events) -> bool``: make ``events`` durable now, cheaply, ahead of
+    the ``extend`` that writes them (and that the caller must make). :class:`SQLiteRunStore` does,
+    with its journal; the run log then never waits for a transaction before using a model's answer.
+    """
 
     def append(self, event: RunEvent) -> RunEvent:
         """Write ``event`` (its ``seq`` set to the next number of its run) and return it."""
@@ -193,9 +203,14 @@ class SQLiteRunStore:
     file (a second team, ``rolecast runs show`` reading it) waits microseconds. Safe to
     share between threads; several processes may write the same file (SQLite serialises
     them, and an event numbered meanwhile by another process is renumbered).
+
+    :meth:`stage` makes events durable with one append to this process's journal
+    (:mod:`rolecast.journal`), ahead of the transaction that writes them; opening the store
+    writes the events of a journal whose process died into the database. ``journal=False``
+    (or a platform without POSIX file locks) keeps none: :meth:`stage` then returns False.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH):
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, journal: bool = True):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,11 +218,18 @@ class SQLiteRunStore:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level="DEFERRED", timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(_SCHEMA + _journal.SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
         self._lock = threading.Lock()
         self._next: dict[str, int] = {}
+        in_memory = str(path) == ":memory:" or str(path).startswith("file::memory:")
+        self._journals = (
+            _journal.directory_for(self.path) if journal and _journal.available and not in_memory else None
+        )
+        self._journal: _journal.Journal | None = None  # this process's, made at the first stage()
+        if self._journals is not None:
+            self._recover()
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
@@ -224,6 +246,25 @@ class SQLiteRunStore:
         self.extend((event,))
         return event
 
+    def stage(self, events: Sequence[RunEvent]) -> bool:
+        """Make ``events`` durable now: one append to this process's journal, no transaction.
+
+        They are in the database once an ``extend`` that includes them returns (the caller makes
+        it: the run log's next write); until then a reader of the database does not see them, and
+        if this process dies first, the next process to open the store writes them there. False
+        when this store keeps no journal (nothing was written: ``extend`` them and wait)."""
+        if self._journals is None:
+            return False
+        with self._lock:
+            journal = self._journal or self._open_journal()
+            if journal is None:
+                return False
+            try:
+                journal.write(events)
+            except OSError as exc:
+                raise StoreError(f"could not write to the run store's journal {journal.path}: {exc}") from exc
+        return True
+
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:
             return
@@ -231,27 +272,121 @@ class SQLiteRunStore:
         with self._lock:
             try:
                 try:
-                    self._insert(events, payloads)
+                    folded = self._insert(events, payloads)
                 except sqlite3.IntegrityError:
                     # another process appended to one of these runs meanwhile: number them again
                     self._db.rollback()
                     for event in events:
                         self._next.pop(event.run_id, None)
-                    self._insert(events, payloads)
+                    folded = self._insert(events, payloads)
                 self._db.commit()
             except sqlite3.Error as exc:
                 self._db.rollback()
                 for event in events:
                     self._next.pop(event.run_id, None)
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+            if self._journal is not None:
+                self._journal_committed(events, folded)
 
-    def _insert(self, events: Sequence[RunEvent], payloads: list[str]) -> None:
+    def _insert(self, events: Sequence[RunEvent], payloads: list[str]) -> int:
+        """Insert the rows (in the open transaction) and, when ``events`` include staged ones, record
+        how far the journal is in the database with them; that offset."""
         rows = []
         for event, payload in zip(events, payloads, strict=True):
             event.seq = self._next_seq(event.run_id)
             rows.append((event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload))
         self._db.executemany(
             "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+        )
+        journal = self._journal
+        if journal is None:
+            return 0
+        folded = journal.folded_with(events)
+        if folded != journal.folded:
+            self._db.execute("UPDATE journals SET folded = ? WHERE name = ?", (folded, journal.name))
+        return folded
+
+    # ------------------------------------------------------------------ journal
+    def _open_journal(self) -> _journal.Journal | None:
+        """This process's journal (the store's lock held): made, locked, then registered (a row). None
+        when the file system cannot hold one (no memory map, say): the store then keeps none."""
+        assert self._journals is not None
+        try:
+            journal = _journal.Journal.create(self._journals)
+        except (OSError, ValueError) as exc:
+            logger.warning("run store {}: no journal ({}); each model call waits for its commit instead",
+                           self.path, exc)
+            self._journals = None
+            return None
+        try:
+            self._db.execute("INSERT INTO journals (name, folded) VALUES (?, 0)", (journal.name,))
+            self._db.commit()
+        except sqlite3.Error as exc:
+            self._db.rollback()
+            journal.close(remove=True)
+            raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+        self._journal = journal
+        weakref.finalize(self, _journal.release, journal)  # deleted at exit when the database holds it all
+        return journal
+
+    def _journal_committed(self, events: Sequence[RunEvent], folded: int) -> None:
+        """After a commit (the store's lock held): the journal's bookkeeping, and the file emptied
+        once it is large and all in the database (the empty offset committed before the next append)."""
+        journal = self._journal
+        assert journal is not None
+        journal.committed(events, folded)
+        if journal.size >= _journal.ROTATE_BYTES and journal.folded == journal.size:
+            try:
+                journal.cut()
+                self._db.execute("UPDATE journals SET folded = 0 WHERE name = ?", (journal.name,))
+                self._db.commit()
+            except (OSError, sqlite3.Error) as exc:
+                # the file is empty and its row says otherwise: recovery reads nothing past the end
+                self._db.rollback()
+                raise StoreError(f"could not empty the run store's journal {journal.path}: {exc}") from exc
+
+    def _recover(self) -> None:
+        """Write into the database the events of the journals whose process died, then delete them."""
+        assert self._journals is not None
+        with self._lock:
+            try:
+                rows = dict(self._db.execute("SELECT name, folded FROM journals").fetchall())
+            except sqlite3.Error as exc:
+                raise ConfigError(f"cannot read the run store {self.path}: {exc}") from exc
+        for name, fd in _journal.orphans(self._journals):
+            try:
+                folded = rows.pop(name, None)
+                events = [] if folded is None else [
+                    RunEvent(run_id, kind, None, rnd, role, 0, ts, text=text)
+                    for run_id, kind, rnd, role, ts, text in _journal.read(fd, folded, name)
+                ]
+                with self._lock:
+                    try:
+                        if events:
+                            self._insert_recovered(events)
+                        self._db.execute("DELETE FROM journals WHERE name = ?", (name,))
+                        self._db.commit()
+                    except sqlite3.Error as exc:
+                        self._db.rollback()
+                        raise StoreError(f"could not recover the run store's journal {name}: {exc}") from exc
+                if events:
+                    logger.info("run store {}: {} event(s) of a process that stopped recovered from its journal {}",
+                                self.path, len(events), name)
+                (self._journals / name).unlink(missing_ok=True)
+            finally:
+                os.close(fd)
+        stale = [name for name in rows if not (self._journals / name).exists()]  # deleted at their process's exit
+        if stale:
+            with self._lock:
+                self._db.executemany("DELETE FROM journals WHERE name = ?", [(name,) for name in stale])
+                self._db.commit()
+
+    def _insert_recovered(self, events: list[RunEvent]) -> None:
+        for event in events:
+            self._next.pop(event.run_id, None)  # numbered after what the file holds now
+        self._db.executemany(
+            "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(e.run_id, self._next_seq(e.run_id), e.ts, e.kind, e.round, e.role, e.text) for e in events],
         )
 
     def flush(self) -> None:
@@ -286,7 +421,22 @@ class SQLiteRunStore:
         return run_infos(self, rows)
 
     def close(self) -> None:
+        """Commit, write any staged event the log never wrote, delete the journal, and close the file."""
         with self._lock:
+            journal, self._journal = self._journal, None
+            if journal is not None:
+                try:
+                    left = journal.unfolded
+                    if left:
+                        self._insert(left, [e.text for e in left])  # (and the journal's row goes with them)
+                    self._db.execute("DELETE FROM journals WHERE name = ?", (journal.name,))
+                    self._db.commit()
+                except sqlite3.Error as exc:
+                    self._db.rollback()
+                    journal.close(remove=False)  # recovered by the next process to open the store
+                    self._db.close()
+                    raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+                journal.close(remove=True)
             self._db.commit()
             self._db.close()
 

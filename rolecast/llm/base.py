@@ -227,11 +227,13 @@ class BaseLLM(MetaGPTCalls, ABC):
         finally:
             if alone is not None:
                 costs.dismiss(alone)
-        if log is not None:  # written (with every call answered in this turn) before the answer is used
-            await log.commit_call(role, {
+        if log is not None:  # durable before the answer is used
+            written = log.log_call(role, {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
                 "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
             })
+            if written is not None:  # (a store without a journal: the write this turn's calls share)
+                await written
         return result
 
     async def _metered_embed(self, texts: list[str], purpose: EmbedPurpose) -> Embeddings:
