@@ -1,4 +1,4 @@
-"""The call journal: how a SQLite run store makes one event durable with one ``write()``.
+"""The call journal: how a SQLite run store makes one event durable with one memory copy.
 
 A model call's answer must be durable before it is used. Committing it to SQLite alone
 costs a transaction (about 20 µs of CPU in a tight loop, several times that inside a
@@ -36,7 +36,7 @@ import mmap
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,8 +75,8 @@ def directory_for(db: Path) -> Path:
     return db.with_name(db.name + ".journals")
 
 
-def _quote(text: str) -> str:
-    return json.encoder.encode_basestring(text)  # type: ignore[attr-defined,no-any-return]
+#: a string as JSON writes it (``rolecast.runlog.quote_json``, which imports this module's store)
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
 def _header(run_id: str, kind: str, round: int, role: str) -> str:

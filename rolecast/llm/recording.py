@@ -67,28 +67,31 @@ def _messages_json(messages: list[dict[str, Any]]) -> str:
 
 def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -> tuple[str, dict[str, Any]]:
     """The fingerprint of a call and the compact summary the log keeps."""
-    # (name, canonical text) of each part; a keyword's name is an identifier: written as the encoder would
-    fields = [("kind", quote_json(kind) if type(kind) is str else canonical_json(kind)),
-              ("messages", _messages_json(messages) if type(messages) is list else canonical_json(messages))]
+    fields = {"kind": quote_json(kind) if type(kind) is str else canonical_json(kind),
+              "messages": _messages_json(messages) if type(messages) is list else canonical_json(messages)}
     for name, value in params.items():
         if value is None:
             continue
         if type(value) is LLMSettings:
-            fields.append((name, _settings_json(value)))
+            fields[name] = _settings_json(value)
         elif isinstance(value, BaseModel):
-            fields.append((name, canonical_json(value.model_dump(exclude_none=True))))
+            fields[name] = canonical_json(value.model_dump(exclude_none=True))
         else:
-            fields.append((name, canonical_json(value)))
-    fields.sort()
+            fields[name] = canonical_json(value)
     # the whole request as json.dumps(sort_keys=True) writes it: keys in order, ", " and ": "
-    text = "{" + ", ".join([f"{quote_json(name)}: {value}" for name, value in fields]) + "}"
+    text = "{" + ", ".join([f"{quote_json(name)}: {fields[name]}" for name in sorted(fields)]) + "}"
+    last = str(messages[-1].get("content") or "") if messages else ""
     system = ""
     for message in messages:
         if message.get("role") == "system":
-            system = str(message.get("content") or "")[:300]
+            system = str(message.get("content") or "")
             break
-    last = str(messages[-1].get("content") or "")[-REQUEST_PREVIEW:] if messages else ""
-    summary = {"kind": kind, "n_messages": len(messages), "system": system, "last": last}
+    summary = {
+        "kind": kind,
+        "n_messages": len(messages),
+        "system": system[:300],
+        "last": last[-REQUEST_PREVIEW:],
+    }
     return hashlib.sha256(text.encode()).hexdigest()[:32], summary
 
 
