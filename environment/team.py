@@ -77,6 +77,13 @@ class History(list[Message]):
         return super().__contains__(item)
 
 
+def _check_idea(idea: Any, method: str) -> str:
+    """The user's idea: text with something in it (``None`` would let the model invent a task)."""
+    if not isinstance(idea, str) or not idea.strip():
+        raise UsageError(f"{method}() takes the idea as text, such as 'write a snake game'; not {idea!r:.80}")
+    return idea
+
+
 def _check_budget_value(investment: Any) -> float:
     if isinstance(investment, bool) or not isinstance(investment, (int, float)) or not math.isfinite(investment) \
             or investment < 0:
@@ -267,8 +274,8 @@ class Team(Model):
     def cost_manager(self) -> CostManager:
         return self.env.context.cost_manager
 
-    def hire(self, roles: Iterable[Role]) -> None:
-        """Add roles to the team's environment."""
+    def hire(self, roles: Iterable[Role] | Role) -> None:
+        """Add roles to the team's environment (one role alone is a list of one)."""
         self.env.add_roles(roles)
 
     def invest(self, investment: float) -> None:
@@ -281,6 +288,7 @@ class Team(Model):
 
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
+        idea = _check_idea(idea, "run_project")
         self.idea = idea
         self._started(idea=idea)
         self.env.publish_message(
@@ -331,6 +339,7 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
+        self._check_runnable(idea)
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -388,6 +397,16 @@ class Team(Model):
             if run_deadline is not None and loop.time() >= run_deadline - 0.001:
                 raise DeadlineExceeded("the run", float(self.run_timeout or 0)) from exc
             raise DeadlineExceeded(f"round {self._rounds}", float(self.round_timeout or 0)) from exc
+
+    def _check_runnable(self, idea: Any) -> None:
+        """A run with no roles, or with nothing to start from, would "succeed" doing nothing: refuse it."""
+        if idea:
+            _check_idea(idea, "run")
+        if not self.env.roles:
+            raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
+        if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
+            raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
+                             "or put a message in a role's inbox first")
 
     def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
         """The run log, with the run's start written (once)."""

@@ -49,6 +49,8 @@ ROUND_STARTED = "round_started"
 MESSAGE = "message"
 LLM_CALL = "llm_call"
 TURN_STARTED = "turn_started"
+#: a role's answer to "which action next?" was not a valid choice; its turn ended ({"raw", "n_options"})
+STATE_INVALID = "state_invalid"
 TURN_FINISHED = "turn_finished"
 TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
@@ -59,7 +61,7 @@ CHECKPOINT = "checkpoint"
 # (paid for) must never be lost once answered.
 DURABLE_KINDS = frozenset({RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT})
 EVENT_KINDS = (
-    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
+    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
 )
 

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import FakeOpenAIServer, Reply, completion_body
 
-from rolecast.errors import LLMAPIError, LLMRateLimitError, LLMResponseError, LLMTimeoutError
+from rolecast.errors import LLMAPIError, LLMRateLimitError, LLMResponseError, LLMTimeoutError, UsageError
 from rolecast.llm.openai import OpenAILLM
 
 #: item 2's hostile body: 200 kB of nested brackets (100,000 levels)
@@ -140,3 +140,166 @@ def test_item9_the_default_deadline_is_the_attempts_timeouts_and_is_configurable
     assert OpenAILLM.from_config(OpenAIConfig(base_url="http://127.0.0.1:9/v1", deadline=5)).deadline == 5
     with pytest.raises(ConfigError):
         OpenAILLM("m", base_url="http://127.0.0.1:9/v1", deadline=0)
+
+
+# ------------------------------------------------------------------ item 5: wrong types
+def test_item5_role_actions_given_one_action_class_or_instance_means_a_list_of_one() -> None:
+    from actions import Action
+    from roles import Role
+
+    class Outline(Action):
+        pass
+
+    assert [type(a) for a in Role(name="W", actions=Outline).actions] == [Outline]  # was: 'ModelMetaclass' not iterable
+    assert [type(a) for a in Role(name="W", actions=Outline()).actions] == [Outline]
+    for wrong in ("Outline", 42, {"Outline": 1}):
+        with pytest.raises(UsageError, match="actions= takes a list of Action instances or classes"):
+            Role(name="W", actions=wrong)
+
+
+def test_item5_team_hire_given_one_role_hires_it_and_refuses_what_is_not_a_role() -> None:
+    from environment import Team
+    from roles import Role
+
+    class Developer(Role):
+        pass
+
+    team = Team(store=None)
+    team.hire(Developer())  # was: AttributeError: 'tuple' object has no attribute 'name'
+    team.hire(Role(name="Tess"))
+    assert sorted(team.env.roles) == ["Developer", "Tess"]
+    with pytest.raises(UsageError, match=r"only roles .* can be hired, not str 'Bob'"):
+        team.hire(["Bob"])
+    with pytest.raises(UsageError, match="a list of Role instances, not str"):
+        team.hire("Bob")
+
+
+def test_item5_a_model_name_string_is_resolved_and_anything_else_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from environment import Team
+    from roles import Role
+
+    monkeypatch.chdir(tmp_path)  # no rolecast.yaml here
+    for name in ("OPENAI_BASE_URL", "ROLECAST_MODEL", "ROLECAST_PROVIDER", "ROLECAST_CONFIG", "ROLECAST_MODEL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    team = Team(llm="gpt-4o", store=None)  # was: accepted, then 'str' object has no attribute 'ask' at run time
+    model = team.context.given_llm
+    assert isinstance(model, OpenAILLM) and model.model == "gpt-4o"
+    assert isinstance(Role(name="R", llm="gpt-4o-mini").llm, OpenAILLM)
+    for wrong in (42, ["gpt-4o"], object()):
+        with pytest.raises(UsageError, match=r"takes a model .* or a model name"):
+            Team(llm=wrong, store=None)
+    with pytest.raises(UsageError, match=r"Role\(llm=...\) takes a model"):
+        Role(name="R", llm=3.5)
+    with pytest.raises(UsageError, match=r"llms\['fast'\] takes a model"):
+        Team(llms={"fast": 1}, store=None)
+
+
+# ------------------------------------------------------------------ item 6: silently accepted
+@pytest.mark.parametrize("idea", [None, 123, "", "   ", ["an idea"]])
+def test_item6_run_project_refuses_an_idea_that_is_not_text(idea: Any) -> None:
+    from environment import Team
+    from roles import Role
+
+    team = Team(store=None, roles=[Role(name="A")])
+    with pytest.raises(UsageError, match=r"run_project\(\) takes the idea as text"):
+        team.run_project(idea)
+    assert team.env.history.get() == []  # nothing published (with None the model invented a task)
+
+
+async def test_item6_a_team_with_no_roles_or_no_idea_is_refused_not_run_for_nothing() -> None:
+    from actions import Action
+    from environment import Team
+    from rolecast.testing import ScriptedLLM
+    from roles import Role
+
+    with pytest.raises(UsageError, match="the team has no roles"):
+        await Team(store=None).run(n_round=2, idea="write a haiku")  # returned only the user's message
+    team = Team(store=None, llm=ScriptedLLM(["a haiku"]), roles=[Role(name="A", actions=[Action()])])
+    with pytest.raises(UsageError, match="nothing to start from"):
+        await team.run(n_round=2)  # returned []
+    history = await team.run(n_round=1, idea="write a haiku")  # and with an idea it runs
+    assert [m.content for m in history] == ["write a haiku", "a haiku"]
+
+
+# ------------------------------------------------------------------ item 7: an invalid state answer
+async def test_item7_an_invalid_state_answer_is_an_event_with_the_raw_answer_and_the_role(tmp_path: Path) -> None:
+    import io
+
+    from actions import Action
+    from environment import Team
+    from rolecast.console import RunConsole
+    from rolecast.store import STATE_INVALID, open_store
+    from rolecast.testing import ScriptedLLM
+    from roles import Role
+
+    class First(Action):
+        pass
+
+    class Second(Action):
+        pass
+
+    hostile = "I think action 1 is best!\n\x1b[31m"  # not a number: the turn ends
+    carl = Role(name="Carl", actions=[First, Second], llm=ScriptedLLM([hostile]))
+    carl._set_react_mode("react", 3)
+    out = io.StringIO()
+    store = tmp_path / "runs.db"
+    team = Team(store=store, roles=[carl])
+    await team.run(n_round=1, idea="go", console=RunConsole(out))
+    events = list(open_store(store).events(team.run_id, [STATE_INVALID]))
+    assert [(e.role, e.data["raw"], e.data["n_options"]) for e in events] == [("Carl", hostile, 2)]
+    shown = out.getvalue()
+    assert "Carl" in shown and "choose the next action" in shown and "I think action 1 is best!" in shown
+
+
+async def test_item7_an_invalid_state_answer_is_an_event_on_the_roles_turn_span() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from actions import Action
+    from environment import Team
+    from rolecast.testing import ScriptedLLM
+    from rolecast.tracing import instrument
+    from roles import Role
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    carl = Role(name="Carl", actions=[Action(name="A"), Action(name="B")], llm=ScriptedLLM(["banana"]))
+    carl._set_react_mode("react", 3)
+    team = Team(store=None, roles=[carl])
+    instrument(team, provider)
+    await team.run(n_round=1, idea="go")
+    turn = next(s for s in exporter.get_finished_spans() if s.name == "turn Carl")
+    [event] = [e for e in turn.events if e.name == "state_invalid"]
+    assert event.attributes["rolecast.state.raw"] == "banana" and event.attributes["rolecast.role"] == "Carl"
+
+
+# ------------------------------------------------------------------ item 11: control characters (console)
+async def test_item11_the_console_shows_control_characters_in_names_and_ids_escaped() -> None:
+    import io
+
+    from actions import Action
+    from environment import Team
+    from rolecast.console import RunConsole
+    from rolecast.testing import ScriptedLLM
+    from roles import Role
+
+    hostile_name = "Eve\x1b[2J\r\u202eevil"  # clears the screen, overwrites the line, reverses the text
+    hostile_id = "run\x1b]0;pwned\x07"  # sets the terminal's title
+    answer = "ok\x1b[31m red\nsecond line"
+    for rich in (False, True):
+        out = io.StringIO()
+        team = Team(store=None, run_id=hostile_id if not rich else None,
+                    roles=[Role(name=hostile_name, actions=[Action()], llm=ScriptedLLM([answer]))])
+        await team.run(n_round=1, idea="go", console=RunConsole(out, rich=rich, width=200))
+        shown = out.getvalue()
+        assert "Eve\\x1b[2J\\r\\u202eevil" in shown and "\u202e" not in shown
+        assert "ok\\x1b[31m red" in shown and "second line" in shown
+        if not rich:  # (rich draws its own colours with ESC and redraws with CR; the plain view does neither)
+            assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
+            assert "run\\x1b]0;pwned\\x07" in shown
