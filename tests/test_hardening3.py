@@ -5,6 +5,7 @@ Each test names its item of the issue and the hostile input it feeds.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -303,3 +304,46 @@ async def test_item11_the_console_shows_control_characters_in_names_and_ids_esca
         if not rich:  # (rich draws its own colours with ESC and redraws with CR; the plain view does neither)
             assert "\x1b" not in shown and "\x07" not in shown and "\r" not in shown
             assert "run\\x1b]0;pwned\\x07" in shown
+
+
+# ------------------------------------------------------------------ item 12: the sandbox as root
+root_on_linux = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0, reason="the parent must be root on Linux"
+)
+
+
+@root_on_linux
+async def test_item12_as_root_model_code_runs_under_an_unprivileged_uid_even_with_the_interpreter_under_root() -> None:
+    from actions.tools.sandbox import run_python
+
+    code = "import os, subprocess, sys\nprint(os.getuid(), os.geteuid())\n" \
+           "print(subprocess.run([sys.executable, '-c', 'import os; print(os.getuid())'], " \
+           "capture_output=True, text=True).stdout.strip())\nopen('/root/owned-by-model', 'w')"
+    result = await run_python(code, timeout=30)
+    uid, euid, child_uid = result.stdout.split()[:3]
+    assert uid == euid == child_uid and int(uid) != 0  # also a child it starts with sys.executable
+    assert "PermissionError" in result.stderr and not os.path.exists("/root/owned-by-model")
+
+
+@root_on_linux
+async def test_item12_the_uid_0_warning_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loguru import logger
+
+    from actions.tools import confinement
+
+    async def nobody_else(uid: int, via_handle: bool = False) -> bool:
+        return False  # as on a machine with no /proc handle either
+
+    monkeypatch.setattr(confinement, "_runs_as", nobody_else)
+    monkeypatch.setattr(confinement, "_PROBED", {})
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(str(m)), level="WARNING")
+    logger.enable("actions")  # (a library logs only when the application enables it)
+    try:
+        assert await confinement.sandbox_uid(None) is None
+    finally:
+        logger.disable("actions")
+        logger.remove(sink)
+    [warning] = said
+    assert "runs as uid 0 (root) with every capability dropped" in warning
+    assert "install Python outside /root" in warning and "pass user=" in warning and sys.executable in warning

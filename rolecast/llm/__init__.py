@@ -8,6 +8,7 @@ Their SDKs are imported on first use: importing rolecast never imports ``openai`
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 from loguru import logger
@@ -93,8 +94,6 @@ def as_llm(value: Any, where: str) -> BaseLLM | None:
     if value is None or isinstance(value, BaseLLM):
         return value
     if isinstance(value, str) and value.strip():
-        import os
-
         environ = {**os.environ, "ROLECAST_MODEL": value.strip()}
         return create_llm(Config.from_env(environ).llm)
     raise UsageError(

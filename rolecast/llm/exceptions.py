@@ -29,6 +29,8 @@ from ..errors import (
     LLMTimeoutError,
     RolecastError,
 )
+from ..jsonutil import check_depth
+from .openai_wire import MAX_BODY_DEPTH
 
 __all__ = [
     "ExceptionMapping",
@@ -100,9 +102,6 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
 def _bounded_body(exc: Any) -> Any:
     """An error status's body as the SDK decoded it, or its first 2,000 characters when it nests too
     deep for the run log's encoder and ``repr`` (a hostile server's ``[[[…]]]``)."""
-    from ..jsonutil import check_depth
-    from .openai_wire import MAX_BODY_DEPTH
-
     try:
         check_depth(exc.body, MAX_BODY_DEPTH)
     except RolecastError:
