@@ -347,3 +347,63 @@ async def test_item12_the_uid_0_warning_says_what_to_do(monkeypatch: pytest.Monk
     [warning] = said
     assert "runs as uid 0 (root) with every capability dropped" in warning
     assert "install Python outside /root" in warning and "pass user=" in warning and sys.executable in warning
+
+
+# ------------------------------------------------------------------ item 8: the main job's honest summary
+def _main_job() -> Any:
+    import runpy
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    sys.path.insert(0, str(examples))  # the example imports its sibling artifact_checks
+    try:
+        return runpy.run_path(str(examples / "build_customized_multi_agents.py"), run_name="main_job")["main"]
+    finally:
+        sys.path.remove(str(examples))
+
+
+def _model(code: str, tests: str) -> Any:
+    from rolecast.testing import FunctionLLM
+
+    def answer(messages: list[dict[str, Any]]) -> str:
+        prompt = messages[-1]["content"]
+        if "Write a python function" in prompt:
+            return code
+        if "unit tests" in prompt:
+            return tests
+        return "The tests miss the empty list."
+
+    return FunctionLLM(answer)
+
+
+PRODUCT = "```python\ndef product(xs):\n    r = 1\n    for x in xs:\n        r *= x\n    return r\n```"
+
+
+async def test_item8_a_tester_answer_that_never_parses_is_a_failed_artifact_in_the_summary(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hostile = "f'Assertion failed: {assert} …'"  # what the small model kept answering, three times
+    main = _main_job()
+    await main("product of a list", console=False, llm=_model(PRODUCT, hostile), n_round=4)
+    out = capsys.readouterr().out.split("=== artifacts ===")[1]
+    assert "code    (Alice): PASSED — parses, defines product(), runs" in out
+    assert "tests   (Bob): FAILED — the tests do not parse" in out
+    assert "review  (Charlie): PASSED" in out and "2 of 3 artifacts passed their checks; failed: tests" in out
+    with pytest.raises(SystemExit) as info:  # --strict makes it the exit status too
+        await main("product of a list", console=False, llm=_model(PRODUCT, hostile), n_round=4, strict=True)
+    assert info.value.code == 1
+
+
+async def test_item8_code_that_fails_when_run_and_tests_that_fail_are_said_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    broken = "```python\ndef product(xs):\n    return 0\n\nraise ValueError('boom at import')\n```"
+    wrong = "```python\ndef test_product():\n    assert product([2, 3]) == 6\n\ndef test_empty():\n" \
+            "    assert product([]) == 1\n```"
+    await _main_job()("product of a list", console=False, llm=_model(broken, wrong), n_round=4)
+    out = capsys.readouterr().out.split("=== artifacts ===")[1]
+    assert "code    (Alice): FAILED — defines product() but fails when run: ValueError: boom at import" in out
+    assert "tests   (Bob): FAILED — parse, but could not be run: ValueError: boom at import" in out
+    fixed = PRODUCT.replace("r = 1", "r = 0")  # runs, but wrong: both tests fail
+    await _main_job()("product of a list", console=False, llm=_model(fixed, wrong), n_round=4)
+    out = capsys.readouterr().out.split("=== artifacts ===")[1]
+    assert "tests   (Bob): FAILED — 2 test(s) ran against the code: 0 passed, 2 failed" in out
