@@ -202,7 +202,7 @@ class Team(Model):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability)
+            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability, lease=True)
             log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log
@@ -330,6 +330,8 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
+        log = self.run_log
+        log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -362,8 +364,11 @@ class Team(Model):
             raise
         finally:
             cm = self.cost_manager
-            log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                   "calls": cm.total.calls}, force=True)
+            try:
+                log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
+                                       "calls": cm.total.calls}, force=True)
+            finally:
+                log.release_lease()
         return History(self.env.history.get())
 
     async def _round(self, run_deadline: float | None) -> None:

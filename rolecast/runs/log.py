@@ -57,6 +57,7 @@ from loguru import logger
 from pydantic import BaseModel
 
 from ..errors import ReplayMismatch, ReplayMissing, UsageError
+from .lease import Lease
 from .store import (
     DURABLE_KINDS,
     LLM_CALL,
@@ -150,7 +151,7 @@ class RunLog:
 
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
-        durability: Durability = "batched",
+        durability: Durability = "batched", lease: bool = False,
     ):
         if durability not in DURABILITIES:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
@@ -175,6 +176,10 @@ class RunLog:
         self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         #: the store's ``stage`` (durable at once, written to the database with the next write), if it has one
         self._stage: Callable[[Sequence[RunEvent]], bool] | None = store.stage if store is not None else None
+        #: this process's hold on the run (one writer per run), with ``lease=True`` (a team's log)
+        self.lease: Lease | None = None
+        if store is not None and lease and mode != "replay":
+            self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
         if store is not None:
             self._load(store, after_seq)
 
@@ -200,6 +205,16 @@ class RunLog:
                 "run {}: {} recorded event(s), {} finished round(s); replaying them before going on",
                 self.run_id, self.recorded_events, self.finished_rounds,
             )
+
+    def hold_lease(self) -> None:
+        """Take the run's lease again after :meth:`release_lease` (nothing when held, or without one)."""
+        if self.lease is not None:
+            self.lease.acquire()
+
+    def release_lease(self) -> None:
+        """Give the run's lease back (the team's run ended): another process may now write the run."""
+        if self.lease is not None:
+            self.lease.release()
 
     @property
     def idle(self) -> bool:
