@@ -49,7 +49,7 @@ from rolecast.llm import as_llm
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.models import Model
-from rolecast.store import STATE_INVALID
+from rolecast.runs.events import STATE_INVALID
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode

@@ -232,7 +232,7 @@ async def test_item7_an_invalid_state_answer_is_an_event_with_the_raw_answer_and
     from actions import Action
     from environment import Team
     from rolecast.console import RunConsole
-    from rolecast.store import STATE_INVALID, open_store
+    from rolecast.runs import STATE_INVALID, open_store
     from rolecast.testing import ScriptedLLM
     from roles import Role
 
