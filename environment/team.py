@@ -21,6 +21,7 @@ from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
+from rolecast.runs.ids import check_run_id
 from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.runs.store import (
     CHECKPOINT,
@@ -191,7 +192,7 @@ class Team(Model):
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
         self._durability = durability
-        self._run_id = run_id or new_run_id()
+        self._run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self._rounds = 0
         if roles:
             self.hire(roles)
@@ -253,7 +254,7 @@ class Team(Model):
     def _checkpoint_dir(self) -> Path:
         store = self.run_log.store
         base = store.home if store is not None and store.home is not None else DEFAULT_STORE_PATH.parent
-        return base / "checkpoints" / self.run_id
+        return base / "checkpoints" / check_run_id(self.run_id)  # one folder inside the store's: never a path
 
     @property
     def runtime(self) -> Runtime | None:
@@ -374,8 +375,8 @@ class Team(Model):
         finally:
             cm = self.cost_manager
             try:
-                log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                       "calls": cm.total.calls}, force=True)
+                log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "n_round": n_round,
+                                       "cost": cm.total_cost, "calls": cm.total.calls}, force=True)
             finally:
                 log.release_lease()
         return History(self.env.history.get())

@@ -29,7 +29,7 @@ import contextlib
 import json
 import random
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from loguru import logger
 
@@ -269,7 +269,7 @@ class OpenAILLM(BaseLLM):
         a call that makes several requests (learning a server's fields) passes its own.
         """
         import openai
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_any
 
         def should_retry(exc: BaseException) -> bool:
             if probe and isinstance(exc, openai.APIStatusError) and probe in str(exc):
@@ -298,7 +298,7 @@ class OpenAILLM(BaseLLM):
 
         retrying = AsyncRetrying(
             retry=retry_if_exception(should_retry),
-            stop=stop_after_attempt(self.max_retries + 1) | out_of_time,
+            stop=stop_any(stop_after_attempt(self.max_retries + 1), cast(Any, out_of_time)),
             wait=self._wait,
             before_sleep=self._before_sleep,
             reraise=True,

@@ -33,15 +33,45 @@ from .events import (
     RunEvent,
     encode_data,
 )
+from .ids import RUN_ID_PATTERN, check_run_id
 from .inspection import export_run, graph_run, list_runs, run_summary, show_run
 from .log import RunLog, fingerprint, new_run_id
 from .postgres import PostgresRunStore
 from .store import DEFAULT_STORE_PATH, MemoryRunStore, SQLiteRunStore, default_store, open_store
 
 __all__ = [
-    "CHECKPOINT", "DEFAULT_STORE_PATH", "DURABLE_KINDS", "EVENT_KINDS", "LLM_CALL", "MESSAGE", "ROUND_FINISHED",
-    "ROUND_STARTED", "RUN_STARTED", "RUN_STOPPED", "STATE_INVALID", "TURN_FAILED", "TURN_FINISHED", "TURN_STARTED",
-    "MemoryRunStore", "PostgresRunStore", "RunEvent", "RunInfo", "RunLog", "RunStore", "SQLiteRunStore",
-    "default_store", "encode_data", "export_run", "fingerprint", "graph_run", "list_runs", "new_run_id",
-    "open_store", "run_infos", "run_summary", "show_run",
+    "CHECKPOINT",
+    "DEFAULT_STORE_PATH",
+    "DURABLE_KINDS",
+    "EVENT_KINDS",
+    "LLM_CALL",
+    "MESSAGE",
+    "ROUND_FINISHED",
+    "ROUND_STARTED",
+    "RUN_ID_PATTERN",
+    "RUN_STARTED",
+    "RUN_STOPPED",
+    "STATE_INVALID",
+    "TURN_FAILED",
+    "TURN_FINISHED",
+    "TURN_STARTED",
+    "MemoryRunStore",
+    "PostgresRunStore",
+    "RunEvent",
+    "RunInfo",
+    "RunLog",
+    "RunStore",
+    "SQLiteRunStore",
+    "check_run_id",
+    "default_store",
+    "encode_data",
+    "export_run",
+    "fingerprint",
+    "graph_run",
+    "list_runs",
+    "new_run_id",
+    "open_store",
+    "run_infos",
+    "run_summary",
+    "show_run",
 ]

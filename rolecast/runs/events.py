@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
@@ -96,17 +96,31 @@ class RunEvent:
     __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-             "round": self.round, "role": self.role, "data": self.data},
-            ensure_ascii=False,
-        )
+        """The event as one line of JSON (``rolecast runs export``); text that UTF-8 cannot hold
+        (a lone surrogate a model wrote) is written as JSON's ``\\ud800`` escape, so the line prints."""
+        record = {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
+                  "round": self.round, "role": self.role, "data": self.data}
+        line = json.dumps(record, ensure_ascii=False)
+        if not line.isascii():
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                return json.dumps(record, ensure_ascii=True)
+        return line
 
 
 def encode_data(data: dict[str, Any]) -> str:
     """An event's payload as JSON text (what every store writes); anything JSON has no type for
-    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed."""
-    return to_json(data, fallback=str).decode()
+    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed.
+
+    Text that UTF-8 cannot hold — a lone surrogate (``\\ud800``) in what a model returned — is kept,
+    as JSON's own escape (the standard library's encoder with ``ensure_ascii``): decoding the
+    payload gives back the very string the role saw.
+    """
+    try:
+        return to_json(data, fallback=str).decode()
+    except PydanticSerializationError:
+        return json.dumps(data, ensure_ascii=True, default=str)
 
 
 __all__ = [
