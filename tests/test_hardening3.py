@@ -194,6 +194,11 @@ def test_item5_a_model_name_string_is_resolved_and_anything_else_is_a_usage_erro
             Team(llm=wrong, store=None)
     with pytest.raises(UsageError, match=r"Role\(llm=...\) takes a model"):
         Role(name="R", llm=3.5)
+    from actions import Action
+
+    with pytest.raises(UsageError, match=r"Action\(llm=...\) takes a model"):
+        Action(llm=3.5)
+    assert isinstance(Action(llm="gpt-4o-mini").llm, OpenAILLM)
     with pytest.raises(UsageError, match=r"llms\['fast'\] takes a model"):
         Team(llms={"fast": 1}, store=None)
 

@@ -217,6 +217,8 @@ class OpenAILLM(BaseLLM):
                 http_client=self._http_client,
             )
             self._client_loop = loop
+            # the SDK imports its resources on first use: here, not inside the first call's deadline
+            _ = self._client.chat.completions.with_raw_response, _sdk_type("chat")
         return self._client
 
     async def aclose(self) -> None:

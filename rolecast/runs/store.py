@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from loguru import logger
 
@@ -133,8 +134,6 @@ class SQLiteRunStore(RunStore):
     def _open_read_only(self) -> sqlite3.Connection:
         """The file opened read-only (``mode=ro``), or, where even that needs a write (a WAL
         database whose ``-shm`` file cannot be made: read-only media), as immutable."""
-        from urllib.parse import quote
-
         uri = "file:" + quote(str(self.path.resolve()))
         last: sqlite3.Error | None = None
         for flags in ("mode=ro", "immutable=1"):
