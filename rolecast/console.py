@@ -26,6 +26,8 @@ from typing import Any, TextIO, TypeVar
 from .cost import CostManager
 from .errors import RolecastError
 from .printable import printable
+from .runs import events as run_events
+from .runs.approvals import EXIT_WAITING
 from .runs.events import STATE_INVALID
 from .runs.store import (
     LLM_CALL,
@@ -111,6 +113,11 @@ class RunConsole:
         self.rounds = 0
         self.stop_reason: str | None = None
         self.total_cost: float | None = None
+        #: model calls answered from another run's log (a rerun with ``reuse=``), what they cost there,
+        #: and those that reached a model (from the run's stop)
+        self.reused_calls = 0
+        self.saved_cost = 0.0
+        self.live_calls = 0
         self.closed = False
         self._lock = threading.RLock()
         self._live: Any = None
@@ -183,7 +190,7 @@ class RunConsole:
     def _on_llm_call(self, event: RunEvent) -> None:
         stats = self.stats(event.role)
         data = event.data
-        usage = data.get("usage") or (data.get("response") or {}).get("usage") or {}
+        usage = data.get("usage") or run_events.usage(event) or {}  # ("usage": a Ray worker's summary)
         stats.calls += 1
         stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         stats.completion_tokens += int(usage.get("completion_tokens") or 0)
@@ -235,6 +242,9 @@ class RunConsole:
 
     def _on_run_stopped(self, event: RunEvent) -> None:
         self.stop_reason = str(event.data.get("reason") or "")
+        self.reused_calls = int(event.data.get("reused_calls") or 0)
+        self.saved_cost = float(event.data.get("saved_cost") or 0.0)
+        self.live_calls = int(event.data.get("live_calls") or 0)
         self.rounds = int(event.data.get("rounds") or self.rounds)
         cost = event.data.get("cost")
         self.total_cost = float(cost) if cost is not None else None
@@ -281,6 +291,9 @@ class RunConsole:
         totals = ("total", *(sum(int(r[i]) for r in rows) for i in range(1, 5)), total_cost)
         reason = self.stop_reason or "unfinished"
         footer = printable(f"stopped: {reason} after {self.rounds} round(s) · run id {self.run_id or '-'}")
+        if self.reused_calls:
+            footer += (f"\nmodel calls: {self.live_calls} live, {self.reused_calls} reused "
+                       f"(saved ${self.saved_cost:.4f})")
         headers = ("role", "messages", "calls", "prompt tok", "completion tok", "cost")
         if self.rich:
             from rich.table import Table
@@ -362,10 +375,12 @@ def run_script(main: Coroutine[Any, Any, T]) -> T:
 
     A :class:`~rolecast.errors.RolecastError` prints ``error: <Type>: <message>`` (and
     its notes, such as where a failed run was saved) on stderr and exits with status 1;
-    Ctrl-C exits with 130. Set ``ROLECAST_TRACEBACK=1`` to get the full traceback.
+    Ctrl-C exits with 130; a run that waits for a deferred approval (``main`` returned a history
+    whose ``status`` is ``"waiting"``) exits with :data:`~rolecast.runs.approvals.EXIT_WAITING` (3).
+    Set ``ROLECAST_TRACEBACK=1`` to get the full traceback.
     """
     try:
-        return asyncio.run(main)
+        result = asyncio.run(main)
     except RolecastError as exc:
         if os.environ.get("ROLECAST_TRACEBACK"):
             raise
@@ -375,6 +390,12 @@ def run_script(main: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    if getattr(result, "status", None) == "waiting":  # a run paused for a deferred approval
+        pending = ", ".join(getattr(result, "pending", ())) or "?"
+        print(f"the run waits for approval {pending}: answer with rolecast runs approve|reject|edit, then run "
+              f"this again with the same run id", file=sys.stderr)
+        raise SystemExit(EXIT_WAITING)
+    return result
 
 
 __all__ = ["LLM_TOKEN", "THINKING", "RoleStats", "RunConsole", "open_console", "run_script"]

@@ -20,18 +20,21 @@ from typing import Any
 from ..cost import NO_ROLE
 from ..errors import UsageError
 from ..printable import printable
-from .events import STATE_INVALID
-from .ids import check_run_id
-from .store import (
+from .base import RunStore
+from .events import (
+    LINEAGE,
     LLM_CALL,
     MESSAGE,
     ROUND_STARTED,
     RUN_STARTED,
     RUN_STOPPED,
+    STATE_INVALID,
     TURN_FAILED,
     RunEvent,
-    RunStore,
+    payload,
+    usage,
 )
+from .ids import check_run_id
 
 ALL = "<all>"
 PREVIEW = 100
@@ -58,8 +61,9 @@ def list_runs(store: RunStore) -> str:
     lines = [f"{'run id':<26} {'started':<19} {'rounds':>6} {'messages':>8} {'calls':>6}  stop      idea"]
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
+        origin = f"  ({printable(r.origin)})" if r.origin else ""
         lines.append(f"{printable(r.run_id):<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
-                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}")
+                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}{origin}")
     return "\n".join(lines)
 
 
@@ -77,7 +81,7 @@ def _purpose(d: dict[str, Any]) -> str:
 
 
 def _describe(event: RunEvent) -> str | None:
-    d = event.data
+    d = payload(event)
     role = printable(event.role)
     if event.kind == RUN_STARTED:
         roles = ", ".join(f"{printable(r['name'])} ({printable(r.get('profile', ''))})" for r in d.get("roles", []))
@@ -90,12 +94,19 @@ def _describe(event: RunEvent) -> str | None:
         to = printable(", ".join(m.get("send_to") or [ALL]))
         action = printable(str(m.get("cause_by", "")).rsplit(".", 1)[-1])
         return f"  {printable(m.get('sent_from') or '?')} → {to} [{action}]: {_short(m.get('content', ''))}"
+    if event.kind == LINEAGE:
+        if d.get("relation") == "fork":
+            return f"run {printable(event.run_id)}: fork of {printable(d.get('parent'))} at round {d.get('at')}"
+        return f"run {printable(event.run_id)}: reuses the answers of {printable(d.get('parent'))}"
     if event.kind == LLM_CALL:
+        if "reused" in d:
+            return (f"    model {printable(d.get('model'))} for {role} ({_purpose(d)}): reused from "
+                    f"{printable(d['reused'].get('run'))} (saved ${d['reused'].get('cost', 0):.6f})")
         if d.get("error"):
             return f"    model call by {role} ({_purpose(d)}) failed: {_short(d['error'])}"
-        usage = d.get("response", {}).get("usage", {})
+        tokens = usage(event)
         return (f"    model {printable(d.get('model'))} for {role} ({_purpose(d)}): "
-                f"{usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} tokens, "
+                f"{tokens.get('prompt_tokens', 0)}+{tokens.get('completion_tokens', 0)} tokens, "
                 f"${d.get('cost', 0):.6f}, {d.get('latency', 0):.2f} s")
     if event.kind == STATE_INVALID:
         n = int(d.get("n_options") or 0)
@@ -111,8 +122,33 @@ def _describe(event: RunEvent) -> str | None:
 
 
 def show_run(store: RunStore, run_id: str) -> str:
-    """A readable timeline: rounds, messages (who to whom, which action), model calls, failures."""
-    return "\n".join(line for e in _events(store, run_id) if (line := _describe(e)) is not None)
+    """A readable timeline: rounds, messages (who to whom, which action), model calls, failures; for a
+    fork or a rerun, its origin first and, last, its model calls: live, reused, and the cost saved."""
+    events = _events(store, run_id)
+    lines = [line for e in events if (line := _describe(e)) is not None]
+    origin = next((e.data for e in events if e.kind == LINEAGE), None)
+    if origin is not None:
+        live, reused, saved = call_counts(events)
+        parent = origin.get("parent")
+        lines.append(f"model calls: {live} live, {reused} reused from {parent} (saved ${saved:.6f})"
+                     if origin.get("relation") == "reuse" else
+                     f"model calls: {live} live after round {origin.get('at')}; rounds up to it are {parent}'s")
+    return "\n".join(lines)
+
+
+def call_counts(events: list[RunEvent]) -> tuple[int, int, float]:
+    """(live calls, calls reused from another run, what the reused ones cost that run) of a run's events."""
+    live = reused = 0
+    saved = 0.0
+    for e in events:
+        if e.kind != LLM_CALL or e.data.get("error"):
+            continue
+        if "reused" in e.data:
+            reused += 1
+            saved += float(e.data["reused"].get("cost") or 0.0)
+        else:
+            live += 1
+    return live, reused, saved
 
 
 def _flow(events: list[RunEvent]) -> tuple[list[str], list[tuple[int, str, str, str]]]:
@@ -219,12 +255,12 @@ def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     per_role: dict[str, dict[str, float]] = {}
     for e in _events(store, run_id):
         if e.kind == LLM_CALL and not e.data.get("error"):
-            usage = e.data.get("response", {}).get("usage", {})
+            tokens = usage(e)
             row = per_role.setdefault(e.role or NO_ROLE, {"calls": 0, "tokens": 0, "cost": 0.0})
             row["calls"] += 1
-            row["tokens"] += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            row["tokens"] += tokens.get("prompt_tokens", 0) + tokens.get("completion_tokens", 0)
             row["cost"] += e.data.get("cost", 0.0)
     return per_role
 
 
-__all__ = ["export_run", "graph_run", "list_runs", "run_summary", "show_run"]
+__all__ = ["call_counts", "export_run", "graph_run", "list_runs", "run_summary", "show_run"]

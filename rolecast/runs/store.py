@@ -43,6 +43,7 @@ from .events import (
     CHECKPOINT,
     DURABLE_KINDS,
     EVENT_KINDS,
+    FORMAT_VERSION,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -121,6 +122,7 @@ class SQLiteRunStore(RunStore):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA + _journal.SCHEMA)
+            self.format = self._check_format()
         except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
         in_memory = str(path) == ":memory:" or str(path).startswith("file::memory:")
@@ -147,6 +149,20 @@ class SQLiteRunStore(RunStore):
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _check_format(self) -> int:
+        """The payload format the file had when opened (``PRAGMA user_version``; 0 on a file of format 1,
+        or a new one), which is then marked as this version's. A newer format is a ConfigError."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > FORMAT_VERSION:
+            raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of rolecast "
+                              f"reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
+        if found == 0:
+            has_events = self._db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+            found = 1 if has_events else FORMAT_VERSION
+        if found < FORMAT_VERSION or not self._db.execute("PRAGMA user_version").fetchone()[0]:
+            self._db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+        return found
 
     @property
     def in_memory(self) -> bool:
@@ -372,6 +388,42 @@ class SQLiteRunStore(RunStore):
             current = self._lease_row(run_id)
         return None if current is None or gone(current) else current
 
+    # ------------------------------------------------------------ keeping it small
+    def delete(self, run_id: str) -> int:
+        """Delete the run's events and lease; :class:`~rolecast.errors.RunInUse` while a live process
+        holds it. The file keeps its size until :meth:`vacuum`."""
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            try:
+                count = self._db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
+                self._db.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not delete run {run_id!r} from {self.path}: {exc}") from exc
+            self._next.pop(run_id, None)
+        return int(count or 0)
+
+    def vacuum(self) -> None:
+        """``VACUUM`` (the file shrinks to what it holds), then a WAL checkpoint that truncates the log."""
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not vacuum the run store {self.path}: {exc}") from exc
+
+    def size(self) -> int | None:
+        """The database file plus its write-ahead log, in bytes."""
+        if self.in_memory:
+            return None
+        return sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + "-wal"))
+                   if p.exists())
+
     def flush(self) -> None:
         """Nothing is left unwritten after ``append``/``extend``; kept for callers of earlier versions."""
         with self._lock:
@@ -451,21 +503,27 @@ class MemoryRunStore(RunStore):
 
     def runs(self) -> list[RunInfo]:
         ids = list(dict.fromkeys(e.run_id for e in self._events))
-        out = []
+        rows = []
         for run_id in reversed(ids):
             events = list(self.events(run_id))
-            stops = [e for e in events if e.kind == RUN_STOPPED]
-            start = next((e for e in events if e.kind == RUN_STARTED), None)
-            out.append(RunInfo(
-                run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
-                sum(e.kind == LLM_CALL for e in events), max(e.round for e in events),
-                stops[-1].data.get("reason") if stops else None,
-                team=start.data.get("team", "") if start else "", idea=start.data.get("idea", "") if start else "",
-            ))
-        return out
+            rows.append((run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
+                         sum(e.kind == LLM_CALL for e in events), max(e.round for e in events)))
+        return run_infos(self, rows)
 
     def close(self) -> None:
         pass
+
+    def delete(self, run_id: str) -> int:
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            kept = [e for e in self._events if e.run_id != run_id]
+            count = len(self._events) - len(kept)
+            self._events = kept
+            self._counts.pop(run_id, None)
+        return count
 
     def shared(self) -> Any:
         raise UsageError(
