@@ -372,11 +372,17 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
-        self._check_runnable(idea)
+        if not self.env.roles:
+            self._check_runnable(idea)  # (before the run's lease is taken)
         log = self.run_log
         log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
         if not idea and not self.idea and not self.env.history.get() and log.recorded_idea:
             idea = log.recorded_idea  # a resumed run (a fork) whose script gives no idea: the one it had
+        try:
+            self._check_runnable(idea)
+        except UsageError:
+            log.release_lease()
+            raise
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)

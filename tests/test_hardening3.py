@@ -660,7 +660,7 @@ async def test_item14_runs_show_says_what_a_state_choice_was(
     assert main(["runs", "show", "choice-1", "--store", str(db)]) == 0
     out = capsys.readouterr().out
     assert "for Carl (choose the next action):" in out and "Carl/:" not in out  # was: Carl/:
-    assert "for Carl (B):" in out
+    assert "for Carl/B:" in out
     assert 'Carl: the answer to "choose the next action" was \'nonsense\', not a number from -1 to 1' in out  # item 7
 
 

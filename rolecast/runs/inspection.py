@@ -71,13 +71,14 @@ def list_runs(store: RunStore) -> str:
 _CALL_PURPOSE = {"choose": "choose the next action", "embed": "embed text", "complete": "a call outside an action"}
 
 
-def _purpose(d: dict[str, Any]) -> str:
-    """The action a model call was made in, or what it was for (a state choice has no action)."""
+def _caller(role: str, d: Any) -> str:
+    """Who made a model call: ``role/action``, or for a call made in no action what it was for
+    (``Carl (choose the next action)``: a state choice), never an empty ``Carl/``."""
     action = d.get("action")
     if action:
-        return _short(action, 60)
+        return f"{role}/{_short(action, 60)}"
     kind = (d.get("request") or {}).get("kind") if isinstance(d.get("request"), dict) else None
-    return _CALL_PURPOSE.get(str(kind), "no action")
+    return f"{role} ({_CALL_PURPOSE.get(str(kind), 'no action')})"
 
 
 def _describe(event: RunEvent) -> str | None:
@@ -100,12 +101,12 @@ def _describe(event: RunEvent) -> str | None:
         return f"run {printable(event.run_id)}: reuses the answers of {printable(d.get('parent'))}"
     if event.kind == LLM_CALL:
         if "reused" in d:
-            return (f"    model {printable(d.get('model'))} for {role} ({_purpose(d)}): reused from "
+            return (f"    model {printable(d.get('model'))} for {_caller(role, d)}: reused from "
                     f"{printable(d['reused'].get('run'))} (saved ${d['reused'].get('cost', 0):.6f})")
         if d.get("error"):
-            return f"    model call by {role} ({_purpose(d)}) failed: {_short(d['error'])}"
+            return f"    model call by {_caller(role, d)} failed: {_short(d['error'])}"
         tokens = usage(event)
-        return (f"    model {printable(d.get('model'))} for {role} ({_purpose(d)}): "
+        return (f"    model {printable(d.get('model'))} for {_caller(role, d)}: "
                 f"{tokens.get('prompt_tokens', 0)}+{tokens.get('completion_tokens', 0)} tokens, "
                 f"${d.get('cost', 0):.6f}, {d.get('latency', 0):.2f} s")
     if event.kind == STATE_INVALID:
