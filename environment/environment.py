@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from loguru import logger
@@ -11,10 +11,10 @@ from pydantic import ConfigDict, Field, PrivateAttr, SerializeAsAny, model_valid
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
-from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
+from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, RolecastError, UsageError
 from rolecast.models import Model
-from rolecast.runlog import RunLog
-from rolecast.store import ROUND_FINISHED, ROUND_STARTED
+from rolecast.runs.log import RunLog
+from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
 from roles.context import SkipLedger
 from roles.inbox import hears_everything
@@ -177,8 +177,17 @@ class Environment(Model):
             if not role.is_idle:
                 self._mark_ready(role)
 
-    def add_roles(self, roles: Iterable[Role]) -> None:
+    def add_roles(self, roles: Iterable[Role] | Role) -> None:
+        """Add roles; one role (or a Role class, made with no arguments) means a list of one."""
+        if isinstance(roles, Role) or isinstance(roles, type):
+            roles = [roles]  # type: ignore[list-item]
+        elif isinstance(roles, (str, bytes, Mapping)) or not isinstance(roles, Iterable):
+            raise UsageError(f"roles are added as a list of Role instances, not {type(roles).__name__} {roles!r:.80}")
         for role in roles:
+            if isinstance(role, type) and issubclass(role, Role):
+                role = role()
+            if not isinstance(role, Role):
+                raise UsageError(f"only roles (Role instances) can be hired, not {type(role).__name__} {role!r:.80}")
             self.add_role(role)
 
     def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
@@ -360,7 +369,7 @@ class Environment(Model):
             if not isinstance(error, RolecastError):  # CancelledError, KeyboardInterrupt
                 raise error
         for _, error in errors:
-            if isinstance(error, (BudgetExceeded, UsageError)):
+            if isinstance(error, (BudgetExceeded, UsageError, ApprovalPending)):  # (a pause: the run waits)
                 raise error
         if self.on_error == "stop":
             raise errors[0][1]

@@ -18,17 +18,20 @@ from rolecast.config import Config
 from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
+from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
-from rolecast.runlog import DURABILITIES, Durability, RunLog, new_run_id
-from rolecast.store import (
+from rolecast.runs.approvals import EXIT_WAITING
+from rolecast.runs.events import RunStoppedData
+from rolecast.runs.ids import check_run_id
+from rolecast.runs.lineage import Lineage, check_lineage, fork_run
+from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
+from rolecast.runs.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
     RUN_STARTED,
     RUN_STOPPED,
     RunEvent,
-    SQLiteRunStore,
     default_store,
     open_store,
 )
@@ -56,7 +59,8 @@ def _runtime(runtime: str | Runtime | None) -> Runtime | None:
 DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
-    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability"}
+    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
+     "reuse", "fork", "at"}
 )
 
 
@@ -66,7 +70,18 @@ class History(list[Message]):
     A list of :class:`~memory.Message`; its text (``str(history)``) is one message per
     line, and ``"text" in history`` looks for the text in it — as in MetaGPT, whose run
     history was that text.
+
+    ``status`` is ``"finished"``, or ``"waiting"`` when the run paused for a deferred approval
+    (:meth:`rolecast.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
+    script exits with (0, or :data:`EXIT_WAITING`).
     """
+
+    status: str = "finished"
+    pending: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_WAITING if self.status == "waiting" else 0
 
     def __str__(self) -> str:
         return "\n".join(str(m) for m in self)
@@ -75,6 +90,13 @@ class History(list[Message]):
         if isinstance(item, str):
             return item in str(self)
         return super().__contains__(item)
+
+
+def _check_idea(idea: Any, method: str) -> str:
+    """The user's idea: text with something in it (``None`` would let the model invent a task)."""
+    if not isinstance(idea, str) or not idea.strip():
+        raise UsageError(f"{method}() takes the idea as text, such as 'write a snake game'; not {idea!r:.80}")
+    return idea
 
 
 def _check_budget_value(investment: Any) -> float:
@@ -105,7 +127,7 @@ class Team(Model):
     :class:`~rolecast.errors.UsageError` naming the closest one.
 
     Every run is logged, write-ahead, to a run store: ``store`` is a path (SQLite), a
-    :class:`~rolecast.store.RunStore`, or None for no log; by default
+    :class:`~rolecast.runs.store.RunStore`, or None for no log; by default
     ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``. ``run_id`` names the run
     (``team.run_id``; a fresh one by default). Running a script again with the
     ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
@@ -115,7 +137,7 @@ class Team(Model):
     crash, only the calls in flight are asked again), and in the database with the other
     events of that turn of the event loop (``durability="batched"``, the default);
     ``"call"`` commits each call alone in the database (one transaction per call costs
-    more, see :mod:`rolecast.runlog`).
+    more, see :mod:`rolecast.runs.log`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
@@ -127,6 +149,8 @@ class Team(Model):
 
     _store_spec: Any = PrivateAttr(default=None)
     _durability: Durability = PrivateAttr(default="batched")
+    _reuse: str | None = PrivateAttr(default=None)
+    _fork: tuple[str, int] | None = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
@@ -152,6 +176,9 @@ class Team(Model):
         store: Any = DEFAULT,
         run_id: str | None = None,
         durability: Durability = "batched",
+        reuse: str | None = None,
+        fork: str | None = None,
+        at: int | None = None,
         **data: Any,
     ):
         if on_error not in ("stop", "continue"):
@@ -159,6 +186,12 @@ class Team(Model):
         if durability not in DURABILITIES:
             raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if fork is not None and reuse is not None:
+            raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
+        if (fork is None) != (at is None):
+            raise UsageError("Team(fork=RUN, at=ROUND): a fork needs both the run and the round")
+        if store is None and (fork is not None or reuse is not None):
+            raise UsageError("a fork or a rerun that reuses a run reads that run from a store: give Team(store=...)")
         if "investment" in data:
             data["investment"] = _check_budget_value(data["investment"])
         env = data.get("env")
@@ -185,7 +218,9 @@ class Team(Model):
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
         self._durability = durability
-        self._run_id = run_id or new_run_id()
+        self._reuse = reuse
+        self._fork = None if fork is None or at is None else (fork, at)
+        self._run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self._rounds = 0
         if roles:
             self.hire(roles)
@@ -203,7 +238,12 @@ class Team(Model):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability)
+            if self._fork is not None and store is not None:
+                parent, at = self._fork
+                if not check_lineage(store, self._run_id, Lineage("fork", parent, at)):
+                    fork_run(store, parent, at, self._run_id)  # (the parent is only read)
+            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability, lease=True,
+                         reuse=self._reuse)
             log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log
@@ -246,8 +286,8 @@ class Team(Model):
 
     def _checkpoint_dir(self) -> Path:
         store = self.run_log.store
-        base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
-        return base / "checkpoints" / self.run_id
+        base = store.home if store is not None and store.home is not None else DEFAULT_STORE_PATH.parent
+        return base / "checkpoints" / check_run_id(self.run_id)  # one folder inside the store's: never a path
 
     @property
     def runtime(self) -> Runtime | None:
@@ -267,8 +307,8 @@ class Team(Model):
     def cost_manager(self) -> CostManager:
         return self.env.context.cost_manager
 
-    def hire(self, roles: Iterable[Role]) -> None:
-        """Add roles to the team's environment."""
+    def hire(self, roles: Iterable[Role] | Role) -> None:
+        """Add roles to the team's environment (one role alone is a list of one)."""
         self.env.add_roles(roles)
 
     def invest(self, investment: float) -> None:
@@ -281,6 +321,7 @@ class Team(Model):
 
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
+        idea = _check_idea(idea, "run_project")
         self.idea = idea
         self._started(idea=idea)
         self.env.publish_message(
@@ -331,6 +372,17 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
+        if not self.env.roles:
+            self._check_runnable(idea)  # (before the run's lease is taken)
+        log = self.run_log
+        log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
+        if not idea and not self.idea and not self.env.history.get() and log.recorded_idea:
+            idea = log.recorded_idea  # a resumed run (a fork) whose script gives no idea: the one it had
+        try:
+            self._check_runnable(idea)
+        except UsageError:
+            log.release_lease()
+            raise
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -348,6 +400,13 @@ class Team(Model):
                 log.round = self._rounds
                 logger.debug("round {}", self._rounds)
                 await self._round(run_deadline)
+        except ApprovalPending as exc:  # a deferred approval: the run pauses here (not a failure)
+            reason = f"waiting: approval {exc.approval_id}"
+            waiting = History(self.env.history.get())
+            waiting.status, waiting.pending = "waiting", (exc.approval_id,)
+            logger.info("run {} waits for approval {} of {} by {}: rolecast runs approve {} {}", self.run_id,
+                        exc.approval_id, exc.name, exc.role, self.run_id, exc.approval_id)
+            return waiting
         except DeadlineExceeded:
             reason = "deadline"
             raise
@@ -363,8 +422,15 @@ class Team(Model):
             raise
         finally:
             cm = self.cost_manager
-            log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                   "calls": cm.total.calls}, force=True)
+            try:
+                stopped: RunStoppedData = {
+                    "reason": reason, "rounds": self._rounds, "n_round": n_round, "cost": cm.total_cost,
+                    "calls": cm.total.calls, "live_calls": log.live_calls, "reused_calls": log.reused_calls,
+                    "saved_cost": log.saved_cost,
+                }
+                log.emit(RUN_STOPPED, dict(stopped), force=True)
+            finally:
+                log.release_lease()
         return History(self.env.history.get())
 
     async def _round(self, run_deadline: float | None) -> None:
@@ -389,6 +455,16 @@ class Team(Model):
                 raise DeadlineExceeded("the run", float(self.run_timeout or 0)) from exc
             raise DeadlineExceeded(f"round {self._rounds}", float(self.round_timeout or 0)) from exc
 
+    def _check_runnable(self, idea: Any) -> None:
+        """A run with no roles, or with nothing to start from, would "succeed" doing nothing: refuse it."""
+        if idea:
+            _check_idea(idea, "run")
+        if not self.env.roles:
+            raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
+        if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
+            raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
+                             "or put a message in a role's inbox first")
+
     def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
         """The run log, with the run's start written (once)."""
         log = self.run_log
@@ -401,7 +477,8 @@ class Team(Model):
         """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
 
         Beside the run store (a run with no store keeps nothing on disk)."""
-        if not isinstance(self.run_log.store, SQLiteRunStore):
+        store = self.run_log.store
+        if store is None or store.home is None:  # (a store with no folder of its own: PostgreSQL, memory)
             return
         try:
             path = self.serialize()
@@ -420,8 +497,12 @@ class Team(Model):
              "actions": [a.name for a in r.actions]}
             for r in self.env.roles.values()
         ]
-        return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
-                "investment": self.investment, "n_round": n_round}
+        described = {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
+                     "investment": self.investment, "n_round": n_round}
+        lineage = self.run_log.lineage
+        if lineage is not None:
+            described["lineage"] = lineage
+        return described
 
     def run_sync(
         self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False

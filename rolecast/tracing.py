@@ -19,7 +19,7 @@ The span tree follows the run::
                 └── execute_tool <name>   a tool or kernel function call
 
 Runs, rounds, turns, messages and model calls come from the run's event stream
-(:class:`~rolecast.runlog.RunLog`); actions and tool calls from the context's
+(:class:`~rolecast.runs.log.RunLog`); actions and tool calls from the context's
 invocation hooks (:mod:`rolecast.hooks`), which see them start and end. A model call
 is reported when it has finished, so its span is drawn from its recorded latency.
 """
@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from .context import current_scope
 from .errors import ConfigError
 from .hooks import Hooks, Invocation
-from .store import (
+from .runs.events import STATE_INVALID
+from .runs.store import (
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -51,7 +52,7 @@ from .store import (
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from .runlog import RunLog
+    from .runs.log import RunLog
 
 TRACER_NAME = "rolecast"
 _MAX_ATTR = 4000  # long prompts and answers are cut in attributes
@@ -171,6 +172,14 @@ class RunTracer:
             self._fail(span, error, kind)
         self._end_turn(event.role, event.ts)
 
+    def _on_state_invalid(self, event: RunEvent) -> None:
+        span = self._turns.get(event.role) or self._round or self._run
+        if span is not None:
+            span.add_event("state_invalid", {
+                "rolecast.role": event.role, "rolecast.state.raw": _text(str(event.data.get("raw") or "")),
+                "rolecast.state.n_options": int(event.data.get("n_options") or 0),
+            }, timestamp=_ns(event.ts))
+
     def _on_round_finished(self, event: RunEvent) -> None:
         self._end_round(event.ts)
 
@@ -188,6 +197,7 @@ class RunTracer:
         RUN_STARTED: _on_run_started, ROUND_STARTED: _on_round_started, TURN_STARTED: _on_turn_started,
         MESSAGE: _on_message, LLM_CALL: _on_llm_call, TURN_FINISHED: _on_turn_finished,
         TURN_FAILED: _on_turn_failed, ROUND_FINISHED: _on_round_finished, RUN_STOPPED: _on_run_stopped,
+        STATE_INVALID: _on_state_invalid,
     }
 
     # ------------------------------------------------------ actions and tools

@@ -25,7 +25,8 @@ from ..cost import Reservation, estimate_tokens, max_prompt_tokens
 from ..errors import LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import Meter, current_meter
-from ..runlog import current_action
+from ..runs.events import LLMCallData, ResponseData
+from ..runs.log import current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request
@@ -203,10 +204,11 @@ class BaseLLM(MetaGPTCalls, ABC):
         action = current_action() if log is not None else ""  # the action's name is for the log
         fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
         if log is not None:
-            recorded = log.lookup(role, action, fp, summary)
+            recorded = log.answer(role, action, fp, summary)
             if recorded is not None:
-                result = cast(R, (result_type or Completion).from_json(recorded))
-                self._record(messages, result.usage, result.text)  # the run's totals span restarts
+                result = cast(R, (result_type or Completion).from_json(recorded[0]))
+                if recorded[1]:  # the run's totals span restarts (an answer reused from another run is free)
+                    self._record(messages, result.usage, result.text)
                 return result
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
         costs = meter.cost_manager
@@ -228,10 +230,11 @@ class BaseLLM(MetaGPTCalls, ABC):
             if alone is not None:
                 costs.dismiss(alone)
         if log is not None:  # durable before the answer is used
-            written = log.log_call(role, {
+            logged: LLMCallData = {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
-            })
+                "response": cast(ResponseData, result.to_json()), "cost": cost, "latency": time.monotonic() - started,
+            }
+            written = log.log_call(role, cast(dict[str, Any], logged))
             if written is not None:  # (a store without a journal: the write this turn's calls share)
                 await written
         return result

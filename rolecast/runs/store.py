@@ -11,173 +11,55 @@ runtime's workers), each has a ``turn_started`` and a ``turn_finished`` event of
 The log is the single source of truth for resuming a run, replaying it with no model,
 and inspecting it (``rolecast runs ...``).
 
-:class:`RunStore` is deliberately narrow — ``append``, ``extend`` (a batch in one
-transaction), ``events``, ``runs``, ``close`` — so that a PostgreSQL store (for runs
-spread over several machines) implements the same five methods.
+:class:`~rolecast.runs.base.RunStore` is the interface every backend implements (five core
+methods, the other capabilities with defaults); :func:`open_store` is the one door from what a
+user passes (a path, a ``postgresql://`` URL, a store) to a store.
 :class:`SQLiteRunStore` is the embedded default: one file, WAL mode, one committed
-transaction per write, and a journal (:mod:`rolecast.journal`) that makes a model call
+transaction per write, and a journal (:mod:`rolecast.runs.journal`) that makes a model call
 durable with one copy, before the transaction that writes it. The run's
-:class:`~rolecast.runlog.RunLog` decides when to write: a model call answered is durable
+:class:`~rolecast.runs.log.RunLog` decides when to write: a model call answered is durable
 before its answer is used, so a crash (even ``kill -9``) loses at most the model calls in
 flight.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+from urllib.parse import quote
 
 from loguru import logger
-from pydantic_core import to_json
 
-from . import journal as _journal
-from .errors import ConfigError, StoreError
+import rolecast.runs.journal as _journal
+
+from ..errors import ConfigError, RunInUse, StoreError, UsageError
+from .base import RunInfo, RunStore, run_infos
+from .events import (
+    CHECKPOINT,
+    DURABLE_KINDS,
+    EVENT_KINDS,
+    FORMAT_VERSION,
+    LLM_CALL,
+    MESSAGE,
+    ROUND_FINISHED,
+    ROUND_STARTED,
+    RUN_STARTED,
+    RUN_STOPPED,
+    TURN_FAILED,
+    TURN_FINISHED,
+    TURN_STARTED,
+    RunEvent,
+    encode_data,
+)
+from .lease import LEASE_TTL, Holder, gone
+from .postgres import PostgresRunStore
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
-
-# Event kinds, in the order a run writes them.
-RUN_STARTED = "run_started"
-ROUND_STARTED = "round_started"
-MESSAGE = "message"
-LLM_CALL = "llm_call"
-TURN_STARTED = "turn_started"
-TURN_FINISHED = "turn_finished"
-TURN_FAILED = "turn_failed"
-ROUND_FINISHED = "round_finished"
-RUN_STOPPED = "run_stopped"
-CHECKPOINT = "checkpoint"
-# Events the run log writes at once (a model call: before its answer is used). The others
-# ride with the next write: they are re-derived by re-executing the run, while a model call
-# (paid for) must never be lost once answered.
-DURABLE_KINDS = frozenset({RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT})
-EVENT_KINDS = (
-    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
-    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
-)
-
-
-class RunEvent:
-    """One record of a run's log.
-
-    ``data`` is the payload; ``text`` its JSON, which is what a store writes. An event made from
-    JSON text (``RunEvent(..., text=...)``: a message the writer encoded already, a record the log
-    encoded when it was logged) decodes ``data`` only when something reads it, and an event made
-    from ``data`` encodes its text once, when a store first asks."""
-
-    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "ts")
-
-    def __init__(
-        self, run_id: str, kind: str, data: dict[str, Any] | None = None, round: int = 0, role: str = "",
-        seq: int = 0, ts: float | None = None, *, text: str | None = None,
-    ):
-        self.run_id = run_id
-        self.kind = kind
-        self._data = data if data is not None or text is not None else {}
-        self._text = text
-        self.round = round
-        self.role = role
-        self.seq = seq  # assigned by the store on append
-        self.ts = time.time() if ts is None else ts
-
-    @property
-    def data(self) -> dict[str, Any]:
-        data = self._data
-        if data is None:
-            data = self._data = json.loads(self._text) if self._text is not None else {}
-        return data
-
-    @data.setter
-    def data(self, value: dict[str, Any]) -> None:
-        self._data, self._text = value, None
-
-    @property
-    def text(self) -> str:
-        """``data`` as JSON text (:func:`encode_data`): what a store writes."""
-        text = self._text
-        if text is None:
-            text = self._text = encode_data(self._data if self._data is not None else {})
-        return text
-
-    def seal(self) -> None:
-        """Encode ``data`` now and let the dict go (it is decoded again if read): an event waiting
-        to be written then holds one string, not a tree of objects for the collector to walk."""
-        if self._text is None:
-            self._text = encode_data(self._data if self._data is not None else {})
-        self._data = None
-
-    def __repr__(self) -> str:
-        return (f"RunEvent(run_id={self.run_id!r}, kind={self.kind!r}, data={self.data!r}, round={self.round!r}, "
-                f"role={self.role!r}, seq={self.seq!r}, ts={self.ts!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunEvent):
-            return NotImplemented
-        return (self.run_id, self.kind, self.data, self.round, self.role, self.seq, self.ts) == (
-            other.run_id, other.kind, other.data, other.round, other.role, other.seq, other.ts)
-
-    __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-             "round": self.round, "role": self.role, "data": self.data},
-            ensure_ascii=False,
-        )
-
-
-def encode_data(data: dict[str, Any]) -> str:
-    """An event's payload as JSON text (what every store writes); anything JSON has no type for
-    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed."""
-    return to_json(data, fallback=str).decode()
-
-
-@dataclass
-class RunInfo:
-    """A run as ``rolecast runs list`` shows it."""
-
-    run_id: str
-    started: float
-    events: int
-    messages: int
-    llm_calls: int
-    last_round: int
-    stop_reason: str | None
-    team: str = ""
-    idea: str = ""
-
-
-@runtime_checkable
-class RunStore(Protocol):
-    """Where runs are logged. ``append`` and ``extend`` are durable when they return.
-
-    A store may also offer ``stage(events) -> bool``: make ``events`` durable now, cheaply, ahead of
-    the ``extend`` that writes them (and that the caller must make). :class:`SQLiteRunStore` does,
-    with its journal; the run log then never waits for a transaction before using a model's answer.
-    """
-
-    def append(self, event: RunEvent) -> RunEvent:
-        """Write ``event`` (its ``seq`` set to the next number of its run) and return it."""
-
-    def extend(self, events: Sequence[RunEvent]) -> None:
-        """Write ``events`` in order, all or none (one transaction), each ``seq`` set as by ``append``."""
-
-    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
-        """The events of ``run_id`` in order (only those of ``kinds`` when given)."""
-
-    def runs(self) -> list[RunInfo]:
-        """Every run in the store, newest first."""
-
-    def close(self) -> None:
-        """Release the store's resources."""
-
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -190,10 +72,19 @@ CREATE TABLE IF NOT EXISTS events (
     data   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    run_id    TEXT PRIMARY KEY,
+    host      TEXT NOT NULL,
+    pid       INTEGER NOT NULL,
+    started   REAL,
+    token     TEXT NOT NULL,
+    since     REAL NOT NULL,
+    heartbeat REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 
-class SQLiteRunStore:
+class SQLiteRunStore(RunStore):
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
 
     Each ``append`` or ``extend`` is one committed transaction (a batch of events is one
@@ -205,13 +96,25 @@ class SQLiteRunStore:
     them, and an event numbered meanwhile by another process is renumbered).
 
     :meth:`stage` makes events durable with one append to this process's journal
-    (:mod:`rolecast.journal`), ahead of the transaction that writes them; opening the store
+    (:mod:`rolecast.runs.journal`), ahead of the transaction that writes them; opening the store
     writes the events of a journal whose process died into the database. ``journal=False``
     (or a platform without POSIX file locks) keeps none: :meth:`stage` then returns False.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, journal: bool = True):
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, journal: bool = True, read_only: bool = False,
+    ):
         self.path = Path(path)
+        #: opened for reading only (``rolecast runs list|show|graph|export``): nothing is created,
+        #: converted or recovered, and a write is a StoreError — so a store on read-only media reads
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._next: dict[str, int] = {}
+        self._journals = None
+        self._journal: _journal.Journal | None = None
+        if read_only:
+            self._db = self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level "DEFERRED": sqlite3 opens a transaction before the first INSERT itself
@@ -219,20 +122,62 @@ class SQLiteRunStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA + _journal.SCHEMA)
+            self.format = self._check_format()
         except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
-        self._lock = threading.Lock()
-        self._next: dict[str, int] = {}
         in_memory = str(path) == ":memory:" or str(path).startswith("file::memory:")
         self._journals = (
             _journal.directory_for(self.path) if journal and _journal.available and not in_memory else None
         )
-        self._journal: _journal.Journal | None = None  # this process's, made at the first stage()
+        # (self._journal: this process's, made at the first stage())
         if self._journals is not None:
             self._recover()
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The file opened read-only (``mode=ro``), or, where even that needs a write (a WAL
+        database whose ``-shm`` file cannot be made: read-only media), as immutable."""
+        uri = "file:" + quote(str(self.path.resolve()))
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "immutable=1"):
+            try:
+                db = sqlite3.connect(f"{uri}?{flags}", uri=True, check_same_thread=False, timeout=30)
+                db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
+                return db
+            except sqlite3.Error as exc:
+                last = exc
+        raise ConfigError(f"cannot read the run store {self.path}: {last}") from last
+
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _check_format(self) -> int:
+        """The payload format the file had when opened (``PRAGMA user_version``; 0 on a file of format 1,
+        or a new one), which is then marked as this version's. A newer format is a ConfigError."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > FORMAT_VERSION:
+            raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of rolecast "
+                              f"reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
+        if found == 0:
+            has_events = self._db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+            found = 1 if has_events else FORMAT_VERSION
+        if found < FORMAT_VERSION or not self._db.execute("PRAGMA user_version").fetchone()[0]:
+            self._db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+        return found
+
+    @property
+    def in_memory(self) -> bool:
+        return str(self.path) == ":memory:" or str(self.path).startswith("file::memory:")
+
+    @property
+    def home(self) -> Path | None:  # type: ignore[override]
+        """The folder of the store's file (None for an in-memory database)."""
+        return None if self.in_memory else self.path.parent
+
+    def shared(self) -> Any:
+        """``("sqlite", absolute path)``: every process on this machine opens the same file."""
+        if self.in_memory:
+            raise UsageError("an in-memory SQLite store cannot be shared with other processes: give it a file")
+        return ("sqlite", str(self.path.resolve()))
 
     def _next_seq(self, run_id: str) -> int:
         seq = self._next.get(run_id)
@@ -268,6 +213,8 @@ class SQLiteRunStore:
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:
             return
+        if self.read_only:
+            raise StoreError(f"the run store {self.path} was opened read-only: nothing can be written to it")
         payloads = [e.text for e in events]
         with self._lock:
             try:
@@ -389,6 +336,94 @@ class SQLiteRunStore:
             [(e.run_id, self._next_seq(e.run_id), e.ts, e.kind, e.round, e.role, e.text) for e in events],
         )
 
+    # ------------------------------------------------------------------ leases
+    def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("BEGIN IMMEDIATE")  # (the check and the take, one writer at a time)
+                current = self._lease_row(run_id)
+                if current is not None and current.token != holder.token and not gone(current, ttl=ttl):
+                    self._db.rollback()
+                    raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                                   heartbeat=current.heartbeat)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO leases (run_id, host, pid, started, token, since, heartbeat) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, holder.host, holder.pid, holder.started, holder.token, holder.since, holder.heartbeat),
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not take the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def _lease_row(self, run_id: str) -> Holder | None:
+        row = self._db.execute(
+            "SELECT host, pid, started, token, since, heartbeat FROM leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return None if row is None else Holder(*row)
+
+    def renew(self, run_id: str, holder: Holder) -> None:
+        with self._lock:
+            try:
+                self._db.execute("UPDATE leases SET heartbeat = ? WHERE run_id = ? AND token = ?",
+                                 (holder.heartbeat, run_id, holder.token))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not renew the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def release(self, run_id: str, holder: Holder) -> None:
+        with self._lock:
+            try:
+                self._db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not release the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def holder(self, run_id: str) -> Holder | None:
+        with self._lock:
+            self._db.commit()
+            current = self._lease_row(run_id)
+        return None if current is None or gone(current) else current
+
+    # ------------------------------------------------------------ keeping it small
+    def delete(self, run_id: str) -> int:
+        """Delete the run's events and lease; :class:`~rolecast.errors.RunInUse` while a live process
+        holds it. The file keeps its size until :meth:`vacuum`."""
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            try:
+                count = self._db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
+                self._db.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not delete run {run_id!r} from {self.path}: {exc}") from exc
+            self._next.pop(run_id, None)
+        return int(count or 0)
+
+    def vacuum(self) -> None:
+        """``VACUUM`` (the file shrinks to what it holds), then a WAL checkpoint that truncates the log."""
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not vacuum the run store {self.path}: {exc}") from exc
+
+    def size(self) -> int | None:
+        """The database file plus its write-ahead log, in bytes."""
+        if self.in_memory:
+            return None
+        return sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + "-wal"))
+                   if p.exists())
+
     def flush(self) -> None:
         """Nothing is left unwritten after ``append``/``extend``; kept for callers of earlier versions."""
         with self._lock:
@@ -441,11 +476,11 @@ class SQLiteRunStore:
             self._db.close()
 
 
-class MemoryRunStore:
+class MemoryRunStore(RunStore):
     """A run store in a list, for tests and for runs that need no file."""
 
     def __init__(self) -> None:
-        self._events: list[RunEvent] = []
+        self._events: list[RunEvent] = []  # (events of a run are in order; runs interleave)
         self._counts: dict[str, int] = {}  # events per run: the next seq without a scan
         self._lock = threading.Lock()
 
@@ -468,61 +503,98 @@ class MemoryRunStore:
 
     def runs(self) -> list[RunInfo]:
         ids = list(dict.fromkeys(e.run_id for e in self._events))
-        out = []
+        rows = []
         for run_id in reversed(ids):
             events = list(self.events(run_id))
-            stops = [e for e in events if e.kind == RUN_STOPPED]
-            start = next((e for e in events if e.kind == RUN_STARTED), None)
-            out.append(RunInfo(
-                run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
-                sum(e.kind == LLM_CALL for e in events), max(e.round for e in events),
-                stops[-1].data.get("reason") if stops else None,
-                team=start.data.get("team", "") if start else "", idea=start.data.get("idea", "") if start else "",
-            ))
-        return out
+            rows.append((run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
+                         sum(e.kind == LLM_CALL for e in events), max(e.round for e in events)))
+        return run_infos(self, rows)
 
     def close(self) -> None:
         pass
 
+    def delete(self, run_id: str) -> int:
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            kept = [e for e in self._events if e.run_id != run_id]
+            count = len(self._events) - len(kept)
+            self._events = kept
+            self._counts.pop(run_id, None)
+        return count
 
-def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
-    """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
-    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
-    infos = []
-    for run_id, started, count, messages, calls, last_round in rows:
-        first = next(store.events(run_id, [RUN_STARTED]), None)
-        stops = list(store.events(run_id, [RUN_STOPPED]))
-        infos.append(RunInfo(
-            run_id, started, count, messages or 0, calls or 0, last_round or 0,
-            stops[-1].data.get("reason") if stops else None,
-            team=first.data.get("team", "") if first else "",
-            idea=first.data.get("idea", "") if first else "",
-        ))
-    return infos
+    def shared(self) -> Any:
+        raise UsageError(
+            "an in-memory store cannot be shared with other processes: give Team(store=...) a PostgresRunStore "
+            "(or a SQLite file, on one machine)"
+        )
+
+
+#: the URL schemes :func:`open_store` reads as PostgreSQL
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def default_store() -> RunStore | None:
-    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, or ``none``/``off``
-    for no log), else ``./.rolecast/runs.db``."""
+    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, a ``postgresql://`` URL,
+    or ``none``/``off`` for no log), else ``./.rolecast/runs.db``."""
     configured = os.environ.get("ROLECAST_STORE", "").strip()
     if configured.lower() in ("none", "off", "0", "false"):
         return None
-    return SQLiteRunStore(configured or DEFAULT_STORE_PATH)
+    return open_store(configured or DEFAULT_STORE_PATH)
 
 
-def open_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
-    """A store from what a user passed: a path (SQLite), a store, or None (no store)."""
+def open_store(
+    store: str | os.PathLike[str] | RunStore | tuple[str, str] | None, *, read_only: bool = False,
+) -> RunStore | None:
+    """The one door to a run store, from what a user passed.
+
+    ``store`` is a store (returned as it is), None (no store), a ``postgresql://`` (or ``postgres://``)
+    URL, a ``sqlite:///path`` URL or a plain path to a SQLite file, or what :meth:`RunStore.shared`
+    gave. ``read_only``: for a reader (``rolecast runs list``): a SQLite file that does not exist is a
+    :class:`~rolecast.errors.ConfigError` instead of a new, empty store, and one that does is opened
+    read-only (it reads on read-only media; a write is a :class:`~rolecast.errors.StoreError`).
+    """
     if store is None or isinstance(store, RunStore):
         return store
-    if isinstance(store, (str, os.PathLike)):
-        return SQLiteRunStore(store)
-    raise ConfigError(f"store must be a path, a RunStore or None, not {type(store).__name__}")
+    if isinstance(store, tuple) and len(store) == 2 and store[0] == "sqlite":
+        store = store[1]
+    if isinstance(store, os.PathLike):
+        store = os.fspath(store)
+    if not isinstance(store, str):
+        raise ConfigError(f"store must be a path, a postgresql:// URL, a RunStore or None, not {type(store).__name__}")
+    text = store.strip()
+    if text.startswith(POSTGRES_SCHEMES):
+        return PostgresRunStore(text)
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://"):]
+        if text.startswith("/") and not text.startswith("//"):
+            text = text[1:] or ":memory:"  # sqlite:///rel.db is relative, sqlite:////abs.db absolute
+    if "://" in text:
+        raise ConfigError(f"unknown run store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
+    if read_only and text != ":memory:" and not os.path.exists(text):
+        raise ConfigError(f"no run store at {text} (run a team first, or pass --store PATH|URL)")
+    return SQLiteRunStore(text, read_only=read_only and text != ":memory:")
 
 
 __all__ = [
+    "CHECKPOINT",
     "DEFAULT_STORE_PATH",
+    "DURABLE_KINDS",
     "EVENT_KINDS",
+    "LLM_CALL",
+    "MESSAGE",
+    "POSTGRES_SCHEMES",
+    "ROUND_FINISHED",
+    "ROUND_STARTED",
+    "RUN_STARTED",
+    "RUN_STOPPED",
+    "TURN_FAILED",
+    "TURN_FINISHED",
+    "TURN_STARTED",
     "MemoryRunStore",
+    "PostgresRunStore",
     "RunEvent",
     "RunInfo",
     "RunStore",

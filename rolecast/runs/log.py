@@ -2,7 +2,7 @@
 
 A :class:`RunLog` belongs to a team run. The bus, the role turns and the LLM seam
 call it where things happen (:meth:`RunLog.emit`, :meth:`RunLog.record_call`); it
-appends to the :class:`~rolecast.store.RunStore` *before* the effect, and passes each
+appends to the :class:`~rolecast.runs.store.RunStore` *before* the effect, and passes each
 event on to subscribers (a console, traces, your own code).
 
 Resume and replay are the same mechanism. Opening a log for a ``run_id`` the store
@@ -23,13 +23,13 @@ turn and are then written to the store together, in one transaction. In an in-pr
 round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
 messages — wait for the next write instead: a model call's, or the round's end, which is
 written before any of the round's messages is delivered. The events that cannot be
-re-derived (:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start
+re-derived (:data:`~rolecast.runs.store.DURABLE_KINDS`: a failure, a round's end, the run's start
 and stop, a checkpoint) are written at once. Outside an event loop every event is written
 at once.
 
 A model call's answer is never used before it is durable (:meth:`RunLog.log_call`). The
 SQLite store makes it durable at once, with one copy into its journal
-(:mod:`rolecast.journal`), and the database gets it with the turn's other events; a crash
+(:mod:`rolecast.runs.journal`), and the database gets it with the turn's other events; a crash
 (``kill -9``) then re-issues only the calls in flight. With a store that keeps no journal
 (PostgreSQL, memory), the calls answered in one turn of the event loop share one
 transaction (a group commit) that each waits for; a crash also re-issues those answered in
@@ -55,23 +55,36 @@ from typing import Any, Literal
 
 from loguru import logger
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
-from .errors import ReplayMismatch, ReplayMissing, UsageError
-from .store import (
+from ..errors import ReplayMismatch, ReplayMissing, UsageError
+from .base import RunStore
+from .events import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
     DURABLE_KINDS,
+    FORMAT_VERSION,
+    LINEAGE,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
     RUN_STARTED,
     RunEvent,
-    RunStore,
+    encode_data,
+    llm_call,
 )
+from .ids import check_run_id
+from .lease import Lease
 
 Mode = Literal["record", "resume", "replay"]
 #: when a model call is committed: with the other calls answered in the same turn of the event
 #: loop (``"batched"``, one transaction for them all) or alone, at once (``"call"``)
 Durability = Literal["batched", "call"]
 DURABILITIES: tuple[Durability, ...] = ("batched", "call")
+#: a model call durable in the store's journal reaches its database with the next write, or after
+#: this many seconds, or once this many events wait (see RunLog._flush_lazily)
+LAZY_WRITE_S = 0.05
+LAZY_WRITE_EVENTS = 256
 Subscriber = Callable[[RunEvent], None]
 
 
@@ -143,6 +156,10 @@ class RecordedCall:
     request: dict[str, Any]
     response: dict[str, Any]
     seq: int
+    cost: float = 0.0
+    model: str = ""
+    #: answered from another run's log (reuse), not paid for in this one
+    reused: bool = False
 
 
 class RunLog:
@@ -150,13 +167,13 @@ class RunLog:
 
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
-        durability: Durability = "batched",
+        durability: Durability = "batched", lease: bool = False, reuse: str | None = None,
     ):
         if durability not in DURABILITIES:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
         self.store = store
         self.durability: Durability = durability
-        self.run_id = run_id or new_run_id()
+        self.run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self.mode: Mode = mode
         self.round = 0
         self._subscribers: list[Subscriber] = []
@@ -169,30 +186,67 @@ class RunLog:
         self.finished_rounds = 0
         self.recorded_events = 0
         self.served_calls = 0
+        #: model calls answered from the parent's log (``reuse=``), what they cost the parent, and the
+        #: calls that went to a model in this process
+        self.reused_calls = 0
+        self.saved_cost = 0.0
+        self.live_calls = 0
+        #: a fork's rounds 1 … ``pinned_rounds`` are its parent's: served in each role's order even
+        #: when the script asks something else now (see rolecast.runs.lineage)
+        self.pinned_rounds = 0
+        self.lineage: dict[str, Any] | None = None
+        #: the idea the run was started with (a fork's or a resumed run's script may leave it out)
+        self.recorded_idea = ""
+        #: the run whose answers this one reuses, and those answers not used yet, by (role, action, fingerprint)
+        self.reuse = reuse
+        self._reuse: dict[tuple[str, str, str], deque[RecordedCall]] = {}
+        #: deferred approvals: asked (id -> the request's data) and answered (id -> the decision's data)
+        self.approvals_asked: dict[str, dict[str, Any]] = {}
+        self.approvals_decided: dict[str, dict[str, Any]] = {}
+        self._approval_counts: dict[str, int] = {}
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
+        self._later: asyncio.TimerHandle | None = None  # a lazy write of staged calls (see _flush_lazily)
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
         self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         #: the store's ``stage`` (durable at once, written to the database with the next write), if it has one
-        self._stage: Callable[[Sequence[RunEvent]], bool] | None = getattr(store, "stage", None)
+        self._stage: Callable[[Sequence[RunEvent]], bool] | None = store.stage if store is not None else None
+        #: this process's hold on the run (one writer per run), with ``lease=True`` (a team's log)
+        self.lease: Lease | None = None
+        if store is not None and lease and mode != "replay":
+            self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
         if store is not None:
             self._load(store, after_seq)
+            if reuse is not None:
+                self._load_reuse(store, reuse)
 
     # ------------------------------------------------------------------ loading
     def _load(self, store: RunStore, after_seq: int) -> None:
         for event in store.events(self.run_id):
+            if event.kind == LINEAGE:  # (where the run comes from: not something to re-execute)
+                self.lineage = event.data
+                if event.data.get("relation") == "fork":
+                    self.pinned_rounds = int(event.data.get("at") or 0)
+                continue
+            if event.kind == APPROVAL_REQUESTED:
+                self.approvals_asked[event.data["id"]] = event.data
+            elif event.kind == APPROVAL_DECIDED:
+                self.approvals_decided[event.data["id"]] = event.data
             if event.seq <= after_seq:
                 continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
             if event.kind == LLM_CALL and not event.data.get("error"):
-                data = event.data
+                data = llm_call(event)
                 self._calls[event.role].append(RecordedCall(
                     event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                    data["response"], event.seq,
+                    dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
+                    reused="reused" in data,
                 ))
             elif event.kind == MESSAGE:
                 message = event.data["message"]
                 self._messages[message.get("sent_from", "")].append(message)
+            elif event.kind == RUN_STARTED and not self.recorded_idea:
+                self.recorded_idea = str(event.data.get("idea") or "")
             elif event.kind == ROUND_FINISHED:
                 self.finished_rounds = max(self.finished_rounds, event.round)
         if self.recorded_events:
@@ -200,6 +254,46 @@ class RunLog:
                 "run {}: {} recorded event(s), {} finished round(s); replaying them before going on",
                 self.run_id, self.recorded_events, self.finished_rounds,
             )
+
+    def _load_reuse(self, store: RunStore, parent: str) -> None:
+        """The parent's answered calls, less those this run used already (a rerun resumed), by key."""
+        if parent == self.run_id:
+            raise UsageError("a run cannot reuse itself: run it again with the same run_id to resume it")
+        if self.lineage is not None and (self.lineage.get("relation"), self.lineage.get("parent")) != (
+                "reuse", parent):
+            raise UsageError(f"run {self.run_id!r} exists already with another origin ({self.lineage}); "
+                             f"give the rerun that reuses {parent!r} a new run id")
+        if self.recorded_events and self.lineage is None:
+            raise UsageError(f"run {self.run_id!r} exists already as a run of its own: give the rerun that "
+                             f"reuses {parent!r} a new run id")
+        used = {
+            e.data["reused"]["seq"] for e in store.events(self.run_id, [LLM_CALL]) if "reused" in e.data
+        }
+        found = 0
+        for event in store.events(parent, [LLM_CALL]):
+            data = llm_call(event)
+            if data.get("error") or event.seq in used:
+                continue
+            found += 1
+            call = RecordedCall(event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
+                                dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""))
+            self._reuse.setdefault((event.role, call.action, call.fingerprint), deque()).append(call)
+        if not found and not used and not store.has_run(parent):
+            raise UsageError(f"no run {parent!r} in the store to reuse")
+        if self.lineage is None:
+            self.lineage = {"relation": "reuse", "parent": parent}
+            self.emit(LINEAGE, self.lineage, force=True)
+        logger.info("run {}: {} answered call(s) of run {} to reuse", self.run_id, found, parent)
+
+    def hold_lease(self) -> None:
+        """Take the run's lease again after :meth:`release_lease` (nothing when held, or without one)."""
+        if self.lease is not None:
+            self.lease.acquire()
+
+    def release_lease(self) -> None:
+        """Give the run's lease back (the team's run ended): another process may now write the run."""
+        if self.lease is not None:
+            self.lease.release()
 
     @property
     def idle(self) -> bool:
@@ -225,7 +319,7 @@ class RunLog:
     def emit(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "", force: bool = False) -> RunEvent:
         """Log an event (unless it re-executes a recorded round), then tell the subscribers.
 
-        A :data:`~rolecast.store.DURABLE_KINDS` event is in the store when this returns (and its
+        A :data:`~rolecast.runs.store.DURABLE_KINDS` event is in the store when this returns (and its
         ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
@@ -295,11 +389,37 @@ class RunLog:
         except Exception as exc:  # the callers waiting for these events get the error; nobody else would
             logger.error("could not write to the run store {}: {}", self.store, exc)
 
+    def _flush_lazily(self) -> None:
+        """Staged calls (durable already, in the store's journal) go to the database with the next
+        write anyway, or within :data:`LAZY_WRITE_S`, or once :data:`LAZY_WRITE_EVENTS` wait: in a
+        sequential chain (each call waits for the one before, so every turn of the event loop holds
+        one call) that is one transaction per many calls instead of one per call."""
+        if self._flush_on is not None and not self._flush_on.is_closed():
+            return  # a write this turn takes them along
+        if len(self._pending) >= LAZY_WRITE_EVENTS:
+            self._flush_soon()
+            return
+        if self._later is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._later = loop.call_later(LAZY_WRITE_S, self._lazy_flush)
+
+    def _lazy_flush(self) -> None:
+        self._later = None
+        self._scheduled_flush()
+
     def flush(self) -> None:
         """Write every pending event to the store now: durable when this returns.
 
         When the write fails, the events stay pending (the next write tries them again) and the
         error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
+        later, self._later = self._later, None
+        if later is not None:
+            later.cancel()
         with self._lock:
             pending, waiters = self._pending, self._waiters
             if waiters:
@@ -331,7 +451,7 @@ class RunLog:
         return event
 
     def start(self, data: dict[str, Any]) -> None:
-        kind_data = {**data, "resumed": not self.is_new}
+        kind_data = {**data, "resumed": not self.is_new, "format": FORMAT_VERSION}
         self.emit(RUN_STARTED, kind_data, force=True)
 
     # ----------------------------------------------------------------- messages
@@ -359,19 +479,34 @@ class RunLog:
         if self._subscribers:  # they read the event's dict
             self.emit(MESSAGE, {"message": message.model_dump(mode="json")}, role=sender, force=True)
         elif self.store is not None:  # (model_dump_json's own encoder, called without its keywords' cost)
-            text = b'{"message":' + type(message).__pydantic_serializer__.to_json(message) + b"}"
-            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender, text=text.decode()))
+            try:
+                text = (b'{"message":' + type(message).__pydantic_serializer__.to_json(message) + b"}").decode()
+            except PydanticSerializationError:  # a lone surrogate: kept as JSON's escape (encode_data)
+                text = encode_data({"message": message.model_dump(mode="json")})
+            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender, text=text))
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The recorded answer to this call, or None when the log holds no more calls for ``role``.
+        """The recorded answer to this call, or None when the log holds no more calls for ``role``
+        (see :meth:`answer`)."""
+        found = self.answer(role, action, fp, request)
+        return None if found is None else found[0]
 
-        Raises :class:`ReplayMismatch` when the log holds calls for ``role`` but none with
-        this request, and :class:`ReplayMissing` in replay mode when it holds none at all.
+    def answer(self, role: str, action: str, fp: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool] | None:
+        """The logged answer to this call and whether this run pays for it; None: ask the model.
+
+        In this order: the run's own next recorded call of ``role`` with this request (a resume; paid
+        for, once, in this run's totals — unless it was itself reused); in a fork's pinned rounds, the
+        role's next recorded call whatever it asked (the past is the parent's); the parent's answer to
+        the same role, action and request (``reuse=``; not paid for: counted in ``reused_calls`` and
+        ``saved_cost``, and logged in this run with ``"reused"``). Else :class:`ReplayMismatch` when the
+        log holds calls for ``role`` but none with this request, :class:`ReplayMissing` in replay mode
+        when it holds none at all, and None (a live call) otherwise.
         """
         key = role or ""
-        if not self._calls and self.mode != "replay":  # a new run: nothing recorded to meet again
+        if not self._calls and not self._reuse and self.mode != "replay":  # nothing recorded to meet again
             return None
+        reused: RecordedCall | None = None
         with self._lock:
             pending = self._calls.get(key)
             if pending:
@@ -379,15 +514,50 @@ class RunLog:
                     if call.fingerprint == fp:
                         del pending[i]
                         self.served_calls += 1
-                        return call.response
+                        return call.response, not call.reused
+                if self.pinned_rounds and self.round <= self.pinned_rounds:
+                    call = pending.pop(0)
+                    self.served_calls += 1
+                    logger.info("run {}: round {} is its parent's; {} in {} is served the parent's answer to "
+                                "another request", self.run_id, self.round, key, action)
+                    return call.response, not call.reused
+            queue = self._reuse.get((key, action, fp))
+            if queue:
+                reused = queue.popleft()
+                self.reused_calls += 1
+                self.saved_cost += reused.cost
+            elif pending:
                 first = pending[0]
                 raise ReplayMismatch(
                     role=key, action=action, recorded=first.request, asked=request,
                     recorded_action=first.action, run_id=self.run_id,
                 )
+        if reused is not None:
+            self._log_reused(key, reused)
+            return reused.response, False
         if self.mode == "replay":
             raise ReplayMissing(role=key, action=action, asked=request, run_id=self.run_id)
         return None
+
+    def _log_reused(self, role: str, call: RecordedCall) -> None:
+        """A call answered from the parent's log, in this run's log (so that the run reads whole and a
+        resume of it finds it), with what it cost the parent; it waits for the next write (it can be
+        re-derived: a crash before then reuses it again)."""
+        data = {
+            "action": call.action, "model": call.model, "fingerprint": call.fingerprint, "request": call.request,
+            "response": call.response, "cost": 0.0, "latency": 0.0,
+            "reused": {"run": self.reuse, "seq": call.seq, "cost": call.cost},
+        }
+        event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
+        if self.store is not None:
+            if not self._subscribers:
+                event.seal()
+            with self._lock:
+                self._pending.append(event)
+            if not self._held:
+                self._flush_soon()
+        if self._subscribers:
+            self._tell(event)
 
     def record_call(self, role: str, data: dict[str, Any]) -> None:
         """Log one model call (answered, or failed with ``data["error"]``): in the store on return."""
@@ -396,10 +566,11 @@ class RunLog:
     def log_call(self, role: str, data: dict[str, Any]) -> asyncio.Future[None] | None:
         """Log one answered model call, durably; a future to await before the answer is used, or None
         when it is durable already. A store with a journal
-        (:meth:`SQLiteRunStore.stage <rolecast.store.SQLiteRunStore.stage>`) makes it durable at once,
+        (:meth:`SQLiteRunStore.stage <rolecast.runs.store.SQLiteRunStore.stage>`) makes it durable at once,
         with one copy, and its database gets it with the other events at the end of this turn of the
         event loop; with another store, the calls answered in the same turn share one write, which each
         waits for (the future). ``durability="call"`` commits it alone, at once."""
+        self.live_calls += 1
         if self.durability == "call":
             self.record_call(role, data)
             return None
@@ -411,7 +582,10 @@ class RunLog:
             with self._lock:  # (the journal's order is the log's)
                 staged = self._stage is not None and self._stage((event,))
                 self._pending.append(event)
-            written = self._flush_soon(wait=not staged)
+            if staged:
+                self._flush_lazily()
+            else:
+                written = self._flush_soon(wait=True)
         if self._subscribers:
             self._tell(event)
         return written
@@ -422,6 +596,32 @@ class RunLog:
         written = self.log_call(role, data)
         if written is not None:
             await written
+
+    # -------------------------------------------------------------- approvals
+    def approval_id(self, role: str) -> str:
+        """The id of ``role``'s next deferred approval in this process: ``"<role>-<n>"``. A rerun asks its
+        roles' approvals again in the same order, so each meets the id (and the answer) it had."""
+        with self._lock:
+            n = self._approval_counts[role] = self._approval_counts.get(role, 0) + 1
+        return f"{role or 'run'}-{n}"
+
+    def decision(self, approval_id: str) -> dict[str, Any] | None:
+        """The answer to a deferred approval: from the log as loaded, else read again from the store
+        (another process may have answered since); None while it waits."""
+        found = self.approvals_decided.get(approval_id)
+        if found is None and self.store is not None:
+            for event in self.store.events(self.run_id, [APPROVAL_DECIDED]):
+                self.approvals_decided.setdefault(event.data["id"], event.data)
+            found = self.approvals_decided.get(approval_id)
+        return found
+
+    def request_approval(self, approval_id: str, data: dict[str, Any], *, role: str = "") -> None:
+        """Log a deferred approval's question (once: a rerun that meets it again writes nothing)."""
+        if approval_id in self.approvals_asked:
+            return
+        asked = {**data, "id": approval_id, "role": role, "round": self.round}
+        self.approvals_asked[approval_id] = asked
+        self.emit(APPROVAL_REQUESTED, asked, role=role, force=True)
 
     def pending_calls(self) -> int:
         """Recorded calls not met again yet."""

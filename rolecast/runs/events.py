@@ -1,0 +1,412 @@
+"""The events of a run's log: their kinds, their payloads, and :class:`RunEvent`, one record.
+
+Every reader and writer of the log goes through this module for what an event is. An event has
+a kind (a string, the constants below) and a JSON payload whose shape each kind documents, field
+by field, as a :class:`~typing.TypedDict` (LangGraph documents its ``Checkpoint`` the same way):
+
+==================  =====================================================================
+kind                payload
+==================  =====================================================================
+run_started         :class:`RunStartedData` — team, roles, idea, budget; ``resumed``; lineage
+round_started       :class:`RoundStartedData` — the roles the round starts (or the runtime)
+message             :class:`MessageData` — the published message's JSON
+llm_call            :class:`LLMCallData` — role's action, model, fingerprint, request, response,
+                    cost, latency; ``error`` for a failed attempt; ``reused`` for an answer
+                    taken from another run's log
+turn_started        :class:`TurnStartedData` — (empty: the role is the event's ``role``)
+state_invalid       :class:`StateInvalidData` — a state-selection answer that was no valid
+                    choice (the raw answer, the number of options): the role's turn ended
+turn_finished       :class:`TurnFinishedData` — the id of the message the turn returned
+turn_failed         :class:`TurnFailedData` — the error's type and text
+round_finished      :class:`RoundFinishedData` — messages published; each finished turn's message
+run_stopped         :class:`RunStoppedData` — why, rounds (and the ``n_round`` asked), cost, calls
+                    (live, reused, saved)
+checkpoint          :class:`CheckpointData` — where ``Team.serialize`` saved the team
+lineage             :class:`LineageData` — a fork (parent, round) or a rerun reusing a parent
+approval_requested  :class:`ApprovalRequestedData` — a deferred approval's question
+approval_decided    :class:`ApprovalDecidedData` — a person's answer to it
+==================  =====================================================================
+
+Writers build these dicts (the types let a type checker hold them to the fields); readers get
+them through :func:`payload`, which also brings a payload of an older format up to this one —
+:data:`FORMAT_VERSION` is the format this version writes, kept per store (SQLite's
+``user_version``, PostgreSQL's ``rolecast_meta``) and per run (``run_started``'s ``format``). A
+store of a newer format than this version knows is refused, never misread.
+
+Formats: 1 — before issue 23 (no ``format`` field; no lineage, approval or ``reused`` data);
+2 — this one. Every format-1 payload reads as format 2 (the new fields are optional).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, TypedDict, cast
+
+from pydantic_core import PydanticSerializationError, to_json
+
+#: the payload format this version writes (see the module docstring)
+FORMAT_VERSION = 2
+
+# Event kinds, in the order a run writes them.
+RUN_STARTED = "run_started"
+ROUND_STARTED = "round_started"
+MESSAGE = "message"
+LLM_CALL = "llm_call"
+TURN_STARTED = "turn_started"
+#: a role's answer to "which action next?" was not a valid choice; its turn ended ({"raw", "n_options", "error"})
+STATE_INVALID = "state_invalid"
+TURN_FINISHED = "turn_finished"
+TURN_FAILED = "turn_failed"
+ROUND_FINISHED = "round_finished"
+RUN_STOPPED = "run_stopped"
+CHECKPOINT = "checkpoint"
+#: where a run comes from: a fork of another run at a round, or a rerun reusing another's answers
+LINEAGE = "lineage"
+#: a deferred approval asked (the run pauses there) / answered (by a person, later, in any process)
+APPROVAL_REQUESTED = "approval_requested"
+APPROVAL_DECIDED = "approval_decided"
+# Events the run log writes at once (a model call: before its answer is used). The others
+# ride with the next write: they are re-derived by re-executing the run, while a model call
+# (paid for) must never be lost once answered.
+DURABLE_KINDS = frozenset({
+    RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED,
+    APPROVAL_DECIDED,
+})
+EVENT_KINDS = (
+    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
+    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED,
+)
+
+
+# ------------------------------------------------------------------ payloads
+#: a role as ``run_started`` lists it: name, profile, its class (``module.QualName``), its actions' names
+RoleData = TypedDict("RoleData", {"name": str, "profile": str, "class": str, "actions": list[str]}, total=False)
+
+
+class LineageData(TypedDict, total=False):
+    #: ``"fork"`` or ``"reuse"``
+    relation: str
+    #: the run it comes from
+    parent: str
+    #: a fork's last round taken over from the parent
+    at: int
+
+
+class RunStartedData(TypedDict, total=False):
+    team: str
+    roles: list[RoleData]
+    idea: str
+    investment: float
+    n_round: int | None
+    #: a resume (the log held events of the run already)
+    resumed: bool
+    lineage: LineageData
+    #: the payload format of the process that started (or resumed) the run; 1 when absent
+    format: int
+
+
+class RoundStartedData(TypedDict, total=False):
+    roles: list[str]
+    #: the runtime's class, when the turns run elsewhere (Ray)
+    runtime: str
+
+
+class MessageData(TypedDict):
+    #: the message as ``Message.model_dump(mode="json")``: id, content, role, cause_by, sent_from, send_to …
+    message: dict[str, Any]
+
+
+class UsageData(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool
+
+
+class ResponseData(TypedDict, total=False):
+    #: ``Completion.to_json()``: the text, tool calls, usage …
+    text: str
+    usage: UsageData
+
+
+class ReusedData(TypedDict):
+    #: the run whose log answered the call, the call's ``seq`` there, and what it cost that run
+    run: str
+    seq: int
+    cost: float
+
+
+class LLMCallData(TypedDict, total=False):
+    action: str
+    model: str
+    #: sha-256 (32 hex digits) of the canonical request: what resume and reuse match on
+    fingerprint: str
+    request: dict[str, Any]
+    response: ResponseData
+    #: dollars charged to this run (0 for a reused answer)
+    cost: float
+    latency: float
+    #: a failed attempt: ``"<ErrorType>: <message>"`` (no response)
+    error: str
+    reused: ReusedData
+
+
+class TurnStartedData(TypedDict, total=False):
+    pass
+
+
+class StateInvalidData(TypedDict, total=False):
+    #: the model's answer to "which action next?", as it came
+    raw: str
+    #: how many actions it could choose from (a valid answer is -1 … n_options - 1)
+    n_options: int
+    error: str
+
+
+class TurnFinishedData(TypedDict, total=False):
+    message_id: str | None
+
+
+class TurnFailedData(TypedDict, total=False):
+    type: str
+    error: str
+
+
+class RoundFinishedData(TypedDict, total=False):
+    messages: int
+    #: role -> the id of the message its turn returned (None: nothing); failed turns are absent
+    turns: dict[str, str | None]
+
+
+class RunStoppedData(TypedDict, total=False):
+    #: ``"n_round"``, ``"idle"``, ``"budget"``, ``"deadline"``, ``"waiting: approval <id>"``, ``"error: <Type>"``
+    reason: str
+    rounds: int
+    #: the rounds ``run`` was asked for (a run started by ``run_project`` logs them only here)
+    n_round: int
+    cost: float
+    calls: int
+    live_calls: int
+    reused_calls: int
+    saved_cost: float
+
+
+class CheckpointData(TypedDict, total=False):
+    path: str
+    rounds: int
+
+
+class ApprovalRequestedData(TypedDict, total=False):
+    #: ``"<role>-<n>"``: the role's n-th deferred approval of the run
+    id: str
+    role: str
+    round: int
+    #: the invocation's kind (``"tool"``, ``"action"`` …), name and arguments
+    kind: str
+    name: str
+    arguments: dict[str, Any]
+    #: the tool's JSON schema, which an edit is checked against
+    schema: dict[str, Any]
+
+
+class ApprovalDecidedData(TypedDict, total=False):
+    id: str
+    #: ``"approve"``, ``"reject"`` or ``"edit"``
+    verdict: str
+    arguments: dict[str, Any]
+    reason: str
+    #: who answered (``"rolecast runs approve"`` …) and when (Unix time)
+    by: str
+    at: float
+
+
+#: each kind's payload type
+PAYLOADS: dict[str, type] = {
+    "run_started": RunStartedData, "round_started": RoundStartedData, "message": MessageData,
+    "llm_call": LLMCallData, "turn_started": TurnStartedData, "state_invalid": StateInvalidData,
+    "turn_finished": TurnFinishedData,
+    "turn_failed": TurnFailedData, "round_finished": RoundFinishedData, "run_stopped": RunStoppedData,
+    "checkpoint": CheckpointData, "lineage": LineageData, "approval_requested": ApprovalRequestedData,
+    "approval_decided": ApprovalDecidedData,
+}
+
+
+def upgrade(kind: str, data: dict[str, Any], version: int = 1) -> dict[str, Any]:
+    """``data`` of format ``version`` as this version's format (a new dict only where it changes).
+
+    1 → 2 adds only optional fields, so a format-1 payload is already a valid format-2 one; this is
+    where a later format's changes to older payloads go (renamed or restructured fields)."""
+    if version > FORMAT_VERSION:
+        raise ValueError(f"a {kind} event of payload format {version}: this version reads up to {FORMAT_VERSION}")
+    return data
+
+
+def payload(event: RunEvent) -> Any:
+    """The event's payload, in this version's format (its kind's TypedDict: see :data:`PAYLOADS`)."""
+    return upgrade(event.kind, event.data)
+
+
+def llm_call(event: RunEvent) -> LLMCallData:
+    """An ``llm_call`` event's payload."""
+    return cast(LLMCallData, payload(event))
+
+
+def usage(event: RunEvent) -> UsageData:
+    """The tokens of an ``llm_call`` (empty for a failed attempt)."""
+    return llm_call(event).get("response", {}).get("usage", {})
+
+
+def run_started(event: RunEvent) -> RunStartedData:
+    return cast(RunStartedData, payload(event))
+
+
+def run_stopped(event: RunEvent) -> RunStoppedData:
+    return cast(RunStoppedData, payload(event))
+
+
+def message(event: RunEvent) -> dict[str, Any]:
+    """A ``message`` event's message (its JSON)."""
+    return cast(MessageData, payload(event))["message"]
+
+
+def lineage(event: RunEvent) -> LineageData:
+    return cast(LineageData, payload(event))
+
+
+class RunEvent:
+    """One record of a run's log.
+
+    ``data`` is the payload; ``text`` its JSON, which is what a store writes. An event made from
+    JSON text (``RunEvent(..., text=...)``: a message the writer encoded already, a record the log
+    encoded when it was logged) decodes ``data`` only when something reads it, and an event made
+    from ``data`` encodes its text once, when a store first asks."""
+
+    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "ts")
+
+    def __init__(
+        self, run_id: str, kind: str, data: dict[str, Any] | None = None, round: int = 0, role: str = "",
+        seq: int = 0, ts: float | None = None, *, text: str | None = None,
+    ):
+        self.run_id = run_id
+        self.kind = kind
+        self._data = data if data is not None or text is not None else {}
+        self._text = text
+        self.round = round
+        self.role = role
+        self.seq = seq  # assigned by the store on append
+        self.ts = time.time() if ts is None else ts
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            data = self._data = json.loads(self._text) if self._text is not None else {}
+        return data
+
+    @data.setter
+    def data(self, value: dict[str, Any]) -> None:
+        self._data, self._text = value, None
+
+    @property
+    def text(self) -> str:
+        """``data`` as JSON text (:func:`encode_data`): what a store writes."""
+        text = self._text
+        if text is None:
+            text = self._text = encode_data(self._data if self._data is not None else {})
+        return text
+
+    def seal(self) -> None:
+        """Encode ``data`` now and let the dict go (it is decoded again if read): an event waiting
+        to be written then holds one string, not a tree of objects for the collector to walk."""
+        if self._text is None:
+            self._text = encode_data(self._data if self._data is not None else {})
+        self._data = None
+
+    def __repr__(self) -> str:
+        return (f"RunEvent(run_id={self.run_id!r}, kind={self.kind!r}, data={self.data!r}, round={self.round!r}, "
+                f"role={self.role!r}, seq={self.seq!r}, ts={self.ts!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunEvent):
+            return NotImplemented
+        return (self.run_id, self.kind, self.data, self.round, self.role, self.seq, self.ts) == (
+            other.run_id, other.kind, other.data, other.round, other.role, other.seq, other.ts)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
+
+    def to_json(self) -> str:
+        """The event as one line of JSON (``rolecast runs export``); text that UTF-8 cannot hold
+        (a lone surrogate a model wrote) is written as JSON's ``\\ud800`` escape, so the line prints."""
+        record = {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
+                  "round": self.round, "role": self.role, "data": self.data}
+        line = json.dumps(record, ensure_ascii=False)
+        if not line.isascii():
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                return json.dumps(record, ensure_ascii=True)
+        return line
+
+
+def encode_data(data: dict[str, Any]) -> str:
+    """An event's payload as JSON text (what every store writes); anything JSON has no type for
+    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed.
+
+    Text that UTF-8 cannot hold — a lone surrogate (``\\ud800``) in what a model returned — is kept,
+    as JSON's own escape (the standard library's encoder with ``ensure_ascii``): decoding the
+    payload gives back the very string the role saw.
+    """
+    try:
+        return to_json(data, fallback=str).decode()
+    except PydanticSerializationError:
+        return json.dumps(data, ensure_ascii=True, default=str)
+
+
+__all__ = [
+    "APPROVAL_DECIDED",
+    "APPROVAL_REQUESTED",
+    "CHECKPOINT",
+    "DURABLE_KINDS",
+    "EVENT_KINDS",
+    "FORMAT_VERSION",
+    "LINEAGE",
+    "LLM_CALL",
+    "MESSAGE",
+    "PAYLOADS",
+    "ROUND_FINISHED",
+    "ROUND_STARTED",
+    "RUN_STARTED",
+    "RUN_STOPPED",
+    "STATE_INVALID",
+    "TURN_FAILED",
+    "TURN_FINISHED",
+    "TURN_STARTED",
+    "ApprovalDecidedData",
+    "ApprovalRequestedData",
+    "CheckpointData",
+    "LLMCallData",
+    "LineageData",
+    "MessageData",
+    "ResponseData",
+    "ReusedData",
+    "RoleData",
+    "RoundFinishedData",
+    "RoundStartedData",
+    "RunEvent",
+    "RunStartedData",
+    "RunStoppedData",
+    "StateInvalidData",
+    "TurnFailedData",
+    "TurnFinishedData",
+    "TurnStartedData",
+    "UsageData",
+    "encode_data",
+    "lineage",
+    "llm_call",
+    "message",
+    "payload",
+    "run_started",
+    "run_stopped",
+    "upgrade",
+    "usage",
+]
