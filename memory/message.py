@@ -55,6 +55,11 @@ def any_to_str(val: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def any_to_name(val: Any) -> str:
+    """The last part of :func:`any_to_str`: a class's name (``"WriteCode"``); MetaGPT's ``any_to_name``."""
+    return any_to_str(val).split(".")[-1]
+
+
 def any_to_str_set(val: Any) -> set[str]:
     """``send_to`` normalisation: one value or an iterable of names, profiles, classes or roles."""
     if val is None or val == "":

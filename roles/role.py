@@ -41,13 +41,14 @@ from actions.perform import perform
 from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
-from rolecast.classes import class_path, loaded_subclass
+from rolecast.classes import class_path
 from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.models import Model
+from rolecast.serialization import class_named, without_class_key
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
@@ -133,8 +134,8 @@ class Role(MetaGPTSDK, Inbox, Model):
     @model_validator(mode="wrap")
     @classmethod
     def _as_recorded_class(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, dict) and value.get(CLASS_KEY):
-            target = loaded_subclass(cls, value[CLASS_KEY])
+        if isinstance(value, dict):
+            target = class_named(cls, value)  # MetaGPT's key, or rolecast's older one
             if target is not cls:
                 return target.model_validate(value)
         return handler(value)
@@ -142,8 +143,10 @@ class Role(MetaGPTSDK, Inbox, Model):
     def __init__(
         self, llm: BaseLLM | None = None, context: Context | None = None, config: Config | None = None, **data: Any
     ):
-        data.pop(CLASS_KEY, None)
+        data = without_class_key(data)
         reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if context == "":  # an empty ``context`` field of a MetaGPT dump: none given
+            context = None
         if context is not None and not isinstance(context, Context):
             raise UsageError(f"{type(self).__name__}(context=...) takes a rolecast Context, "
                              f"not {type(context).__name__}")
