@@ -26,6 +26,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import to_jsonable_python
 from typing_extensions import Self
 
 from .classes import class_path, loaded_subclass
@@ -49,7 +50,9 @@ def write_json_file(path: str | os.PathLike[str], data: Any, encoding: str = "ut
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=indent, default=str), encoding=encoding)
+    # sets, models, paths and enums as pydantic writes them in JSON mode
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=indent, default=to_jsonable_python),
+                   encoding=encoding)
     tmp.replace(target)
 
 

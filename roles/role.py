@@ -191,6 +191,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         self.rc.react_mode = saved.react_mode
         self.rc.max_react_loop = saved.max_react_loop
         self.rc.msg_buffer = saved.msg_buffer
+        if saved.state >= 0 and self.latest_observed_msg is not None:
+            self.recovered = True  # saved in the middle of a turn: the next one resumes at that action
 
     # ----------------------------------------------------------------- wiring
     @property
@@ -362,6 +364,10 @@ class Role(MetaGPTSDK, Inbox, Model):
         n = len(self.actions)
         if n == 0:
             return False
+        if self.recovered and self.rc.state >= 0 and n > 1:
+            self._set_state(self.rc.state)  # a restored role resumes at the action its turn failed in
+            self.recovered = False
+            return True
         if self.rc.react_mode == _BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
@@ -369,10 +375,6 @@ class Role(MetaGPTSDK, Inbox, Model):
             return 0 <= self.rc.state < n
         if n == 1:
             self._set_state(0)
-            return True
-        if self.recovered and self.rc.state >= 0:
-            self._set_state(self.rc.state)
-            self.recovered = False
             return True
         prompt = self._get_prefix() + STATE_TEMPLATE.format(
             history="\n".join(str(m) for m in await self.prompt_history()),
@@ -439,13 +441,22 @@ class Role(MetaGPTSDK, Inbox, Model):
         return await self.planner.plan_and_act(self, goal)
 
     async def react(self) -> Message | None:
-        """One reaction by the role's react mode; the state is reset afterwards."""
+        """One reaction by the role's react mode; the state is reset afterwards.
+
+        A reaction that raises leaves ``rc.state`` at the action that failed (and no
+        ``rc.todo``), so that a team saved then resumes there (MetaGPT's recover flow); the
+        role itself starts its next turn afresh, unless it was restored (``recovered``).
+        """
+        rc = self.rc
+        if rc.state != -1 and not self.recovered:
+            self._set_state(-1)  # left by a failed turn: this turn starts over
         try:
-            if self.rc.react_mode == _PLAN_AND_ACT:
-                return await self._plan_and_act()
-            return await self._react()
-        finally:
-            self._set_state(-1)
+            rsp = await (self._plan_and_act() if rc.react_mode == _PLAN_AND_ACT else self._react())
+        except BaseException:
+            rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
+            raise
+        self._set_state(-1)
+        return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:
         """Take one turn: observe, react, publish. Returns the published message, if any.
