@@ -172,11 +172,12 @@ class Team(Model):
         durability: Durability = "batched",
         **data: Any,
     ):
-        on_error = on_error if on_error is not None else default_on_error()
-        if on_error not in ON_ERROR:
-            raise UsageError(f'Team(on_error={on_error!r}): choose "stop", "continue" or "recover"')
-        self_recovers = on_error == "recover"
-        on_error = "stop" if self_recovers else on_error  # the environment stops; the team recovers
+        policy = on_error if on_error is not None else default_on_error()
+        if policy not in ON_ERROR:
+            raise UsageError(f'Team(on_error={policy!r}): choose "stop", "continue" or "recover"')
+        self_recovers = policy == "recover"
+        # the environment stops at a failure; a recovering team then logs, saves and returns
+        env_on_error: Literal["stop", "continue"] = "continue" if policy == "continue" else "stop"
         if durability not in DURABILITIES:
             raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
@@ -185,7 +186,7 @@ class Team(Model):
         env = data.get("env")
         if env is None:
             ctx = context or Context(config=config, llm=llm, llms=llms)
-            data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
+            data["env"] = Environment(context=ctx, on_error=env_on_error, runtime=_runtime(runtime))
         elif isinstance(env, Environment):
             if context is not None:
                 env.context = context
@@ -197,7 +198,7 @@ class Team(Model):
                 env.context.set_llm(llm)
             for name, service in (llms or {}).items():
                 env.context.add_service(name, service)
-            env.on_error = on_error
+            env.on_error = env_on_error
             if runtime is not None:
                 raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)

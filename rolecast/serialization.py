@@ -119,7 +119,7 @@ class SerializationMixin(BaseModel):
         data = read_json_file(path)
         if not isinstance(data, dict):
             raise DataError(f"{path} holds {type(data).__name__}, not the fields of a {cls.__name__}")
-        return cls(**data)
+        return class_named(cls, data)(**without_class_key(data))
 
     @classmethod
     def get_serialization_path(cls) -> str:
