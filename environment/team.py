@@ -256,8 +256,10 @@ class Team(Model):
         """A team saved by :meth:`serialize`, ready to ``await team.run(n_round)`` on; MetaGPT's
         ``Team.deserialize``. Role and action classes must be loaded (imported) already."""
         state = read_team(stg_path)
-        if is_plain_dump(state):  # a plain model_dump() (MetaGPT's team.json): the fields, as Team(**data)
-            return cls(context=context, **{k: v for k, v in state.items() if k in cls.model_fields}, **kwargs)
+        if is_plain_dump(state):  # a plain model_dump() (MetaGPT's team.json): its fields, as Team(**data) takes them
+            fields = dict(state)
+            env = Environment(**fields.pop("env"), context=context or Context())
+            return cls(context=context, env=env, **fields, **kwargs)
         kwargs.setdefault("run_id", state["run_id"])
         team = cls(context=context, on_error=state["on_error"], investment=state["investment"],
                    idea=state["idea"], **kwargs)

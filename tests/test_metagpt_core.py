@@ -377,6 +377,11 @@ async def test_a_plain_model_dump_of_a_team_reads_back(tmp_path):
     assert [m.content for m in back.env.history.get()] == ["build"]
     again = Team(**team.model_dump(), store=None)
     assert type(again.env.roles["Worker"].actions[1]) is Boom
+    ctx = Context()
+    assert Team.deserialize(tmp_path, ctx, store=None).context is ctx
+    write_json_file(tmp_path / "team.json", {**team.model_dump(), "investmnet": 1})
+    with pytest.raises(UsageError, match="investmnet"):
+        Team.deserialize(tmp_path, store=None)
 
 
 def test_an_environment_rebuilt_from_its_dump_keeps_roles_of_their_classes_and_history():
