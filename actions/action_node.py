@@ -455,9 +455,10 @@ class ActionNode:
         Raises :class:`~rolecast.errors.NodeNotFilled` (a ``RuntimeError``) before :meth:`fill`.
         """
         self._filled("review")
+        mode = _mode(ReviewMode, review_mode)
         comments: dict[str, str] = {}
         for keys in self._review_units(strgy):
-            comments.update(await self._review_keys(keys, ReviewMode(review_mode)))
+            comments.update(await self._review_keys(keys, mode))
         return comments
 
     async def revise(self, strgy: str = "simple", revise_mode: ReviseMode = ReviseMode.AUTO) -> dict[str, Any]:
@@ -468,10 +469,21 @@ class ActionNode:
         reviews, the model rewrites), ``HUMAN`` (a person writes the new values).
         """
         self._filled("revise")
+        mode = _mode(ReviseMode, revise_mode)
         revised: dict[str, Any] = {}
         for keys in self._review_units(strgy):
-            revised.update(await self._revise_keys(keys, ReviseMode(revise_mode)))
+            revised.update(await self._revise_keys(keys, mode))
         return revised
+
+
+E = typing.TypeVar("E", ReviewMode, ReviseMode)
+
+
+def _mode(kind: type[E], value: Any) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        raise UsageError(f"{kind.__name__} is one of {[m.value for m in kind]}, not {value!r}") from None
 
 
 _TAGGED = re.compile(rf"\[{TAG}\](.*?)\[/{TAG}\]", re.DOTALL)

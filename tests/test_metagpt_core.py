@@ -176,6 +176,8 @@ async def test_complex_review_asks_once_per_child_with_the_parents_values():
         is not None
     with pytest.raises(UsageError, match="strgy"):
         await parent.review(strgy="thorough")
+    with pytest.raises(UsageError, match="ReviewMode is one of"):
+        await parent.review(review_mode="robot")  # type: ignore[arg-type]
 
 
 async def test_human_review_asks_a_person(monkeypatch):
