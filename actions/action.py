@@ -12,20 +12,23 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
 from memory import Memory, Message
-from rolecast.classes import class_path, loaded_subclass
+from rolecast.classes import class_path
 from rolecast.config import Config
 from rolecast.context import Context, current_context
-from rolecast.errors import UsageError
+from rolecast.errors import NothingToRun, UsageError
 from rolecast.hooks import Hooks
 from rolecast.llm import as_llm, create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.models import Model
 from rolecast.runs.log import enter_action, exit_action
+from rolecast.serialization import CLASS_KEY as SERIALIZED_CLASS_KEY
+from rolecast.serialization import class_named, without_class_key
 from rolecast.usage import reject_unknown_keywords
 
 from .action_node import ActionNode
@@ -36,8 +39,9 @@ INIT_KEYWORDS = frozenset({"llm", "context", "config", "llm_name_or_type"})
 #: the private attributes :attr:`Action.llm` reads
 _LLM_PRIVATES = ("_forced_llm", "_llm", "_config", "_config_llm", "_role_llm", "_owner")
 
-#: the key under which a dump records the class it came from
-CLASS_KEY = "class_path"
+#: the key under which a dump records the class it came from (MetaGPT's ``__module_class_name``;
+#: rolecast's older ``class_path`` is still read)
+CLASS_KEY = SERIALIZED_CLASS_KEY
 
 # ids of action instances whose ``run`` is already inside a hook invocation, so that a
 # subclass calling ``super().run()`` is not hooked twice
@@ -169,8 +173,10 @@ class Action(Model):
         llm_name_or_type: str | None = None,
         **data: Any,
     ):
-        data.pop(CLASS_KEY, None)
+        data = without_class_key(data)
         reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if context == "":  # MetaGPT's dumps of older actions carry an empty ``context`` field: no context given
+            context = None
         if context is not None and not isinstance(context, Context):
             raise UsageError(
                 f"{type(self).__name__}(context=...) takes a rolecast Context, not {type(context).__name__}; "
@@ -202,13 +208,20 @@ class Action(Model):
         # the class path travels with the fields, so a saved action comes back as its own class
         return {CLASS_KEY: class_path(self), **handler(self)}
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_saved_class(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # a dump validated as a field typed ``Action`` comes back as the loaded subclass it names
+        if isinstance(value, dict) and class_named(cls, value) is not cls:
+            return cls.restore(value)
+        return handler(value)
+
     @classmethod
     def restore(cls, data: dict[str, Any] | Action) -> Action:
         """An action from its dump, as the (already loaded) class the dump names."""
         if isinstance(data, Action):
             return data
-        target = loaded_subclass(cls, data[CLASS_KEY]) if CLASS_KEY in data else cls
-        return target(**{k: v for k, v in data.items() if k != CLASS_KEY})
+        return class_named(cls, data)(**without_class_key(data))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -357,6 +370,11 @@ class Action(Model):
         """
         if self._node is not None:
             return await self._run_action_node(*args, **kwargs)
+        if not self.desc and all(a is None for a in (*args, *kwargs.values())):
+            # no instruction, no description and nothing given: there is no prompt to send (MetaGPT's
+            # base Action.run raises NotImplementedError here too)
+            raise NothingToRun(f"{type(self).__name__} has no run() of its own, no instruction and no desc, "
+                               "and was given nothing to work on: override run() or give it an instruction")
         parts: list[str] = [self.desc] if self.desc else []
         for arg in (*args, *kwargs.values()):
             if isinstance(arg, Message):

@@ -22,14 +22,16 @@ import json
 import re
 import typing
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from memory.instruct import create_instruct_model
-from rolecast.errors import OutputParseError, UsageError
+from rolecast.errors import NodeNotFilled, OutputParseError, UsageError
 from rolecast.jsonutil import extract_json
 from rolecast.llm.base import BaseLLM, LLMSettings
+from rolecast.llm.human import HumanProvider
 
 TAG = "CONTENT"
 MARKDOWN_TITLE_PREFIX = "## "
@@ -40,6 +42,7 @@ LANGUAGE_CONSTRAINT = "Language: answer in the language of the request."
 FORMAT_CONSTRAINT = f"Format: put the output between [{TAG}] and [/{TAG}], shaped like the format example, and nothing else."  # noqa: E501
 
 SIMPLE_TEMPLATE = """
+
 ## context
 {context}
 
@@ -56,6 +59,55 @@ SIMPLE_TEMPLATE = """
 
 ## action
 Follow the nodes' instructions and write the output in the shape of the format example.
+"""
+
+
+class ReviewMode(Enum):
+    """Who reviews a filled node (:meth:`ActionNode.review`): the model, or a person."""
+
+    HUMAN = "human"
+    AUTO = "auto"
+
+
+class ReviseMode(Enum):
+    """Who reviews and who rewrites (:meth:`ActionNode.revise`)."""
+
+    HUMAN = "human"  # a person writes the new values
+    HUMAN_REVIEW = "human_review"  # a person reviews, the model rewrites
+    AUTO = "auto"  # the model reviews and rewrites
+
+
+REVIEW_TEMPLATE = """
+## nodes to review: each key's value and the requirement it must meet
+[{tag}]
+{nodes}
+[/{tag}]
+
+## task
+Review each value against its requirement. For every key whose value does not meet it,
+write one comment saying what to change. Keys that meet their requirement get no comment.
+
+## format
+A JSON object {{"<key>": "<comment>"}} between [{tag}] and [/{tag}]; {{}} when every value meets its requirement.
+"""
+
+REVISE_TEMPLATE = """
+## nodes to revise: each key's value and the review comment on it
+[{tag}]
+{nodes}
+[/{tag}]
+
+## task
+Rewrite the value of each key above so that it follows the comment on it; keep its type.
+
+## format example
+{example}
+
+## nodes: "<node>: <type>  # <instruction>"
+{instruction}
+
+## constraint
+{constraint}
 """
 
 
@@ -175,6 +227,14 @@ class ActionNode:
     def create_class(self, mode: str = "auto", class_name: str | None = None, exclude: Sequence[str] | None = None
                      ) -> type[BaseModel]:
         return self.create_model_class(class_name or f"{self.key}_AN", self.get_mapping(mode, exclude))
+
+    def _get_children_mapping(self, exclude: Sequence[str] | None = None) -> dict[str, Any]:
+        """The children's ``{key: (type, Field)}`` (MetaGPT's name; :meth:`get_mapping` ``mode="children"``)."""
+        return self.get_mapping("children", exclude)
+
+    def _create_children_class(self, exclude: Sequence[str] | None = None) -> type[BaseModel]:
+        """The output model of the children (MetaGPT's name; :meth:`create_class` ``mode="children"``)."""
+        return self.create_model_class(f"{self.key}_AN", self._get_children_mapping(exclude))
 
     def get(self, key: str) -> Any:
         """A field of the filled output."""
@@ -320,6 +380,111 @@ class ActionNode:
         self.instruct_content = value
         return self
 
+    # ------------------------------------------------------- review / revise
+    def _filled(self, what: str) -> tuple[BaseModel, BaseLLM]:
+        if self.instruct_content is None or self.llm is None:
+            raise NodeNotFilled(f"ActionNode {self.key!r}: {what} needs structured output; fill it first "
+                                "(with schema json or markdown)")
+        return self.instruct_content, self.llm
+
+    def _requirement(self, key: str) -> str:
+        child = self.children.get(key)
+        return child.instruction if child is not None else self.instruction
+
+    async def _review_keys(self, keys: Sequence[str], mode: ReviewMode) -> dict[str, str]:
+        """Comments on the values of ``keys`` of this node's output that miss their requirement."""
+        values, llm = self._filled("review")
+        dumped = values.model_dump()
+        nodes = {k: {"value": dumped[k], "requirement": self._requirement(k)} for k in keys if k in dumped}
+        if not nodes:
+            return {}
+        reviewer: BaseLLM = HumanProvider() if mode is ReviewMode.HUMAN else llm
+        prompt = REVIEW_TEMPLATE.format(tag=TAG, nodes=json.dumps(nodes, ensure_ascii=False, indent=2, default=str))
+
+        def parse(text: str) -> dict[str, str]:
+            comments = extract_json(_tagged(text), expect=dict)
+            unknown = set(comments) - set(nodes)
+            if unknown:
+                raise OutputParseError(f"comments on keys that were not reviewed: {sorted(unknown)}; "
+                                       f"the keys are {sorted(nodes)}", raw=text)
+            return {k: str(v) for k, v in comments.items() if v not in (None, "")}
+
+        return await reviewer.ask_valid(prompt, parse, self.system_msgs)
+
+    async def _revise_keys(self, keys: Sequence[str], mode: ReviseMode) -> dict[str, Any]:
+        """Review ``keys`` (by a person or the model), then have the commented values rewritten."""
+        values, llm = self._filled("revise")
+        if mode is ReviseMode.HUMAN:
+            comments = {k: "rewrite this value" for k in keys}
+        else:
+            comments = await self._review_keys(keys, ReviewMode.HUMAN if mode is ReviseMode.HUMAN_REVIEW
+                                               else ReviewMode.AUTO)
+        if not comments:
+            return {}
+        dumped = values.model_dump()
+        exclude = [k for k in self.keys() if k not in comments]
+        nodes = {k: {"value": dumped[k], "comment": c} for k, c in comments.items()}
+        prompt = REVISE_TEMPLATE.format(
+            tag=TAG, nodes=json.dumps(nodes, ensure_ascii=False, indent=2, default=str),
+            example=self.compile_example(schema="json", mode="auto", tag=TAG, exclude=exclude),
+            instruction=self.compile_instruction(schema="markdown", mode="auto", exclude=exclude),
+            constraint=FORMAT_CONSTRAINT,
+        )
+        output_class = self.create_model_class(f"{self.key}_AN_REVISE", self.get_mapping("auto", exclude))
+        writer: BaseLLM = HumanProvider() if mode is ReviseMode.HUMAN else llm
+        revised = await writer.ask_valid(prompt, lambda text: parse_output(text, output_class), self.system_msgs)
+        new_values = revised.model_dump()
+        self.update_instruct_content(new_values)
+        return new_values
+
+    def _review_units(self, strgy: str) -> list[list[str]]:
+        """The keys reviewed per call: all at once (``simple``), or one child at a time (``complex``;
+        a node without children has none)."""
+        if strgy not in ("simple", "complex"):
+            raise UsageError(f"strgy is 'simple' or 'complex', not {strgy!r}")
+        if strgy == "simple":
+            return [self.keys()]
+        return [[key] for key in self.children]
+
+    async def review(self, strgy: str = "simple", review_mode: ReviewMode = ReviewMode.AUTO) -> dict[str, str]:
+        """Comments on the filled output: ``{key: comment}`` for each value that misses its node's
+        instruction (none for the values that meet it). MetaGPT's ``ActionNode.review``.
+
+        ``strgy="simple"`` reviews every key in one call; ``"complex"`` one call per child.
+        ``review_mode=ReviewMode.HUMAN`` asks a person (standard input) instead of the model.
+        Raises :class:`~rolecast.errors.NodeNotFilled` (a ``RuntimeError``) before :meth:`fill`.
+        """
+        self._filled("review")
+        mode = _mode(ReviewMode, review_mode)
+        comments: dict[str, str] = {}
+        for keys in self._review_units(strgy):
+            comments.update(await self._review_keys(keys, mode))
+        return comments
+
+    async def revise(self, strgy: str = "simple", revise_mode: ReviseMode = ReviseMode.AUTO) -> dict[str, Any]:
+        """Review the filled output, then rewrite the values that drew a comment; the output
+        (``instruct_content``) is updated and the new values returned. MetaGPT's ``ActionNode.revise``.
+
+        ``revise_mode``: ``AUTO`` (the model reviews and rewrites), ``HUMAN_REVIEW`` (a person
+        reviews, the model rewrites), ``HUMAN`` (a person writes the new values).
+        """
+        self._filled("revise")
+        mode = _mode(ReviseMode, revise_mode)
+        revised: dict[str, Any] = {}
+        for keys in self._review_units(strgy):
+            revised.update(await self._revise_keys(keys, mode))
+        return revised
+
+
+E = typing.TypeVar("E", ReviewMode, ReviseMode)
+
+
+def _mode(kind: type[E], value: Any) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        raise UsageError(f"{kind.__name__} is one of {[m.value for m in kind]}, not {value!r}") from None
+
 
 _TAGGED = re.compile(rf"\[{TAG}\](.*?)\[/{TAG}\]", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}\s*(.+?)\s*$")
@@ -370,4 +535,4 @@ def _markdown_values(body: str, output_class: type[BaseModel]) -> dict[str, Any]
     return values
 
 
-__all__ = ["ActionNode", "ActionOutput", "parse_output"]
+__all__ = ["ActionNode", "ActionOutput", "ReviewMode", "ReviseMode", "parse_output"]

@@ -7,7 +7,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import ConfigDict, Field, PrivateAttr, SerializeAsAny, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    model_validator,
+)
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
@@ -44,6 +50,39 @@ class _BusState:
         self.ledger = SkipLedger()
 
 
+class RoleMap(dict[str, Any]):
+    """The roles of an environment (or their dumps), by name.
+
+    A key that is no role's name finds the one role whose ``profile`` it is, so that
+    MetaGPT's lookups by profile (``env.roles["Engineer"]``, ``env.get_role(profile)``)
+    find what they meant. A profile that several roles share finds none: name the role.
+    ``in`` and iteration are by name.
+    """
+
+    def __missing__(self, key: str) -> Any:
+        found = [v for v in self.values() if _profile_of(v) == key]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise KeyError(f"{len(found)} roles have the profile {key!r}; look them up by name: "
+                           f"{sorted(str(_name_of(v)) for v in found)}")
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _profile_of(value: Any) -> Any:
+    return value.get("profile") if isinstance(value, dict) else getattr(value, "profile", None)
+
+
+def _name_of(value: Any) -> Any:
+    return value.get("name") if isinstance(value, dict) else getattr(value, "name", None)
+
+
 class Environment(Model):
     """Holds roles and routes messages between them.
 
@@ -62,7 +101,7 @@ class Environment(Model):
     model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
 
     desc: str = ""
-    roles: dict[str, SerializeAsAny[Role]] = Field(default_factory=dict)  # subclasses dump their own fields
+    roles: dict[str, SerializeAsAny[Role]] = Field(default_factory=RoleMap)  # subclasses dump their own fields
     history: Memory = Field(default_factory=Memory)
     context: Context = Field(default_factory=Context, exclude=True)
     on_error: Literal["stop", "continue"] = "stop"
@@ -83,9 +122,18 @@ class Environment(Model):
     def set_run_log(self, run_log: RunLog | None) -> None:
         self.bus.run_log = run_log
 
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """The environment's fields; its ``roles`` a :class:`RoleMap` of the roles' dumps (found by profile too)."""
+        dumped = super().model_dump(**kwargs)
+        if isinstance(dumped.get("roles"), dict):
+            dumped["roles"] = RoleMap(dumped["roles"])
+        return dumped
+
     @model_validator(mode="after")
     def _wire_roles(self) -> Environment:
         """Roles that came in as data (a dump reloaded) join this environment like hired ones."""
+        if not isinstance(self.roles, RoleMap):
+            self.__dict__["roles"] = RoleMap(self.roles)
         for role in list(self.roles.values()):
             self._join(role)
         return self
@@ -208,10 +256,12 @@ class Environment(Model):
         return {role: set(self._indexed.get(name, ())) for name, role in self.roles.items()}
 
     def get_role(self, name: str) -> Role | None:
+        """The role called ``name`` — or, failing that, the one role whose profile it is (MetaGPT's key)."""
         return self.roles.get(name)
 
-    def get_roles(self) -> dict[str, Role]:
-        return dict(self.roles)
+    def get_roles(self) -> RoleMap:
+        """The roles by name (a copy; a profile one role has finds it too, see :class:`RoleMap`)."""
+        return RoleMap(self.roles)
 
     def role_names(self) -> list[str]:
         return list(self.roles)

@@ -22,9 +22,10 @@ from typing import Any
 from actions import Action
 from actions.plan_and_act import Plan
 from memory import Memory, Message, any_to_str
+from memory.message import load_json_data
 from rolecast.classes import loaded_subclass
 from rolecast.cost import CostManager, UsageTotals
-from rolecast.errors import UsageError
+from rolecast.errors import DataError, UsageError
 from roles import Role
 
 FORMAT_VERSION = 1
@@ -78,15 +79,25 @@ def write_team(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
 
 
 # ----------------------------------------------------------------- restoring
+def is_plain_dump(state: dict[str, Any]) -> bool:
+    """Whether a saved team is a plain ``team.model_dump()`` (what MetaGPT's ``Team.serialize`` writes)."""
+    return "version" not in state and isinstance(state.get("env"), dict)
+
+
 def read_team(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A saved team's state: rolecast's format, or a plain ``model_dump()`` (see :func:`is_plain_dump`)."""
     folder = Path(path)
     target = folder / TEAM_FILE if folder.is_dir() else folder
     try:
-        state: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+        state: dict[str, Any] = load_json_data(target.read_text(encoding="utf-8"), what=f"saved team at {target}")
     except FileNotFoundError:
         raise UsageError(f"no saved team at {target}") from None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise UsageError(f"the saved team at {target} cannot be read: {exc}") from exc
+    if not isinstance(state, dict):
+        raise DataError(f"the saved team at {target} is not a JSON object")
+    if is_plain_dump(state):
+        return state
     if state.get("version") != FORMAT_VERSION:
         raise UsageError(f"{target} has format version {state.get('version')!r}; this rolecast reads {FORMAT_VERSION}")
     return state
@@ -125,4 +136,4 @@ def load_costs(cm: CostManager, data: dict[str, Any]) -> None:
     cm.by_model = {k: totals(v) for k, v in data["by_model"].items()}
 
 
-__all__ = ["TEAM_FILE", "dump_role", "load_role", "read_team", "write_team"]
+__all__ = ["TEAM_FILE", "dump_role", "is_plain_dump", "load_role", "read_team", "write_team"]

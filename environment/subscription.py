@@ -72,9 +72,9 @@ class SubscriptionRunner:
     async def run(self, raise_exception: bool = True) -> None:
         """Watch the subscriptions, like a server: until cancelled (new ones may come at any time).
 
-        A subscription whose role (or callback) raised is removed; with
-        ``raise_exception`` (the default) the error is raised here, otherwise it is
-        logged and the others go on. One whose trigger ended is removed with a warning.
+        A subscription whose role (or callback) raised is removed and its error logged
+        (naming the subscription); with ``raise_exception`` (the default) the error is
+        then raised here, otherwise the others go on. One whose trigger ended is removed with a warning.
         """
         while True:
             for role, task in list(self.tasks.items()):
@@ -85,9 +85,10 @@ class SubscriptionRunner:
                     continue
                 error = task.exception()
                 if error is not None:
+                    # logged either way: the log names the subscription, which the raised error does not
+                    logger.opt(exception=error).error("Task {} run error", task.get_name())
                     if raise_exception:
                         raise error
-                    logger.opt(exception=error).error("Task {} run error", task.get_name())
                 else:
                     logger.warning("Task {} has completed: its trigger ended", task.get_name())
             self._changed.clear()

@@ -41,7 +41,7 @@ from roles import Role
 from .environment import Environment
 from .ray_runtime import RayRuntime
 from .runtime import Runtime
-from .serialize import dump_costs, dump_role, load_costs, load_role, read_team, write_team
+from .serialize import dump_costs, dump_role, is_plain_dump, load_costs, load_role, read_team, write_team
 
 
 def _runtime(runtime: str | Runtime | None) -> Runtime | None:
@@ -53,6 +53,19 @@ def _runtime(runtime: str | Runtime | None) -> Runtime | None:
     if isinstance(runtime, Runtime):
         return runtime
     raise UsageError(f"runtime must be 'local', 'ray' or a Runtime object, not {runtime!r}")
+
+
+#: ``Team(on_error=...)``: what a failing role does to the run (see :class:`Team`)
+OnError = Literal["stop", "continue", "recover"]
+ON_ERROR: tuple[str, ...] = ("stop", "continue", "recover")
+
+
+def default_on_error() -> str:
+    """``on_error`` when a team is given none: ``$ROLECAST_ON_ERROR``, else ``"stop"``."""
+    value = os.environ.get("ROLECAST_ON_ERROR", "stop")
+    if value not in ON_ERROR:
+        raise UsageError(f'ROLECAST_ON_ERROR={value!r}: choose "stop", "continue" or "recover"')
+    return value
 
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
@@ -69,7 +82,7 @@ class History(list[Message]):
 
     A list of :class:`~memory.Message`; its text (``str(history)``) is one message per
     line, and ``"text" in history`` looks for the text in it — as in MetaGPT, whose run
-    history was that text.
+    history was that text — or for a sender of that name (``"Alex" in history``: Alex spoke).
 
     ``status`` is ``"finished"``, or ``"waiting"`` when the run paused for a deferred approval
     (:meth:`rolecast.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
@@ -88,7 +101,7 @@ class History(list[Message]):
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
-            return item in str(self)
+            return item in str(self) or any(m.sent_from == item for m in self)
         return super().__contains__(item)
 
 
@@ -120,8 +133,12 @@ class Team(Model):
     the script and the history are the same under each.
 
     ``llm`` is the team's default model and ``llms`` its named services; ``on_error``
-    chooses whether a failing role stops the team (``"stop"``) or is recorded in
-    ``team.env.errors`` while the others go on (``"continue"``). An ``env`` given in code
+    chooses what a failing role does: ``"stop"`` (the default) ends the run with its typed
+    error, after saving a checkpoint; ``"continue"`` records it in ``team.env.errors`` while
+    the others go on; ``"recover"`` is MetaGPT's flow — the error is logged, the team saved
+    (``serialize()``) and :meth:`run` returns the history so far, the failed role's
+    ``rc.state`` at its failed action so that the saved team resumes there. Not given, it is
+    ``$ROLECAST_ON_ERROR`` or ``"stop"``. An ``env`` given in code
     (``Team(env=Environment(desc=...))``) gets the team's context, model and ``on_error``;
     ``env_desc`` sets its description. Other keywords are a
     :class:`~rolecast.errors.UsageError` naming the closest one.
@@ -155,6 +172,7 @@ class Team(Model):
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
     _logged_start: bool = PrivateAttr(default=False)
+    _recover: bool = PrivateAttr(default=False)
 
     env: Environment
     investment: float = 10.0
@@ -170,7 +188,7 @@ class Team(Model):
         context: Context | None = None,
         config: Config | None = None,
         roles: Iterable[Role] | None = None,
-        on_error: Literal["stop", "continue"] = "stop",
+        on_error: OnError | None = None,
         env_desc: str | None = None,
         runtime: str | Runtime | None = None,
         store: Any = DEFAULT,
@@ -181,8 +199,12 @@ class Team(Model):
         at: int | None = None,
         **data: Any,
     ):
-        if on_error not in ("stop", "continue"):
-            raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
+        policy = on_error if on_error is not None else default_on_error()
+        if policy not in ON_ERROR:
+            raise UsageError(f'Team(on_error={policy!r}): choose "stop", "continue" or "recover"')
+        self_recovers = policy == "recover"
+        # the environment stops at a failure; a recovering team then logs, saves and returns
+        env_on_error: Literal["stop", "continue"] = "continue" if policy == "continue" else "stop"
         if durability not in DURABILITIES:
             raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
@@ -197,7 +219,7 @@ class Team(Model):
         env = data.get("env")
         if env is None:
             ctx = context or Context(config=config, llm=llm, llms=llms)
-            data["env"] = Environment(context=ctx, on_error=on_error, runtime=_runtime(runtime))
+            data["env"] = Environment(context=ctx, on_error=env_on_error, runtime=_runtime(runtime))
         elif isinstance(env, Environment):
             if context is not None:
                 env.context = context
@@ -209,10 +231,11 @@ class Team(Model):
                 env.context.set_llm(llm)
             for name, service in (llms or {}).items():
                 env.context.add_service(name, service)
-            env.on_error = on_error
+            env.on_error = env_on_error
             if runtime is not None:
                 raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
+        self._recover = self_recovers
         if env_desc is not None:
             self.env.desc = env_desc
         self.env.context.cost_manager.max_budget = self.investment
@@ -258,7 +281,8 @@ class Team(Model):
         mark = log.emit(CHECKPOINT, {"path": str(folder), "rounds": self._rounds}, force=True)
         state = {
             "run_id": self.run_id, "log_seq": mark.seq, "rounds": self._rounds,
-            "idea": self.idea, "investment": self.investment, "desc": self.env.desc, "on_error": self.env.on_error,
+            "idea": self.idea, "investment": self.investment, "desc": self.env.desc,
+            "on_error": "recover" if self._recover else self.env.on_error,
             "roles": [dump_role(r) for r in self.env.roles.values()],
             "history": [m.model_dump(mode="json") for m in self.env.history.get()],
             "costs": dump_costs(self.cost_manager),
@@ -272,6 +296,10 @@ class Team(Model):
         """A team saved by :meth:`serialize`, ready to ``await team.run(n_round)`` on; MetaGPT's
         ``Team.deserialize``. Role and action classes must be loaded (imported) already."""
         state = read_team(stg_path)
+        if is_plain_dump(state):  # a plain model_dump() (MetaGPT's team.json): its fields, as Team(**data) takes them
+            fields = dict(state)
+            env = Environment(**fields.pop("env"), context=context or Context())
+            return cls(context=context, env=env, **fields, **kwargs)
         kwargs.setdefault("run_id", state["run_id"])
         team = cls(context=context, on_error=state["on_error"], investment=state["investment"],
                    idea=state["idea"], **kwargs)
@@ -415,8 +443,11 @@ class Team(Model):
             raise
         except Exception as exc:
             reason = f"error: {type(exc).__name__}"
-            self._save_on_failure(exc)
-            raise
+            if self._recover and not isinstance(exc, UsageError):
+                self._recover_from(exc)  # MetaGPT's serialize_decorator: logged, saved, returned
+            else:
+                self._save_on_failure(exc)
+                raise
         except BaseException as exc:  # cancelled, interrupted
             reason = f"error: {type(exc).__name__}"
             raise
@@ -473,6 +504,14 @@ class Team(Model):
             log.start(self._describe(n_round, idea))
         return log
 
+    def _recover_from(self, exc: Exception) -> None:
+        """``on_error="recover"``: log the failure and save the team (its own ``serialize()``)."""
+        logger.opt(exception=exc).error("run {} failed: {}; the team is saved and the run returns", self.run_id, exc)
+        try:
+            self.serialize()
+        except Exception as save_error:
+            logger.error("could not save the failed run {}: {}", self.run_id, save_error)
+
     def _save_on_failure(self, exc: Exception) -> None:
         """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
 
@@ -484,6 +523,9 @@ class Team(Model):
             path = self.serialize()
         except Exception as save_error:  # never hide the run's own error behind the save's
             logger.error("could not save the failed run {}: {}", self.run_id, save_error)
+            return
+        if not isinstance(path, Path):  # a serialize() of the script's own (MetaGPT's tests patch it)
+            logger.error("run {} failed: {}; the team was saved by {}", self.run_id, exc, type(self).serialize)
             return
         note = f"the team was saved to {path.parent}; Team.deserialize({str(path.parent)!r}) continues it"
         logger.error("run {} failed: {}; {}", self.run_id, exc, note)

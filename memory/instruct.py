@@ -19,6 +19,7 @@ from typing import Any
 
 from loguru import logger
 from pydantic import BaseModel, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 #: attribute of a model class built here: ``{field: "(type, Ellipsis)"}``
 MAPPING_ATTR = "__instruct_mapping__"
@@ -137,20 +138,57 @@ def str_to_mapping(mapping: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def create_instruct_model(class_name: str, mapping: dict[str, Any]) -> type[BaseModel]:
-    """A pydantic model with the fields of ``mapping``; missing fields are an error, unknown ones a warning.
+#: the classes made so far, by name and mapping: the same name and fields give the same class
+#: (MetaGPT's action output class registry), so outputs made twice compare equal
+_MADE: dict[tuple[str, str], type[BaseModel]] = {}
+_MADE_LIMIT = 4096
 
-    ``mapping`` values are ``(type, default_or_Field)`` pairs, or dicts for nested models
-    (named ``{class_name}_{field}``).
+
+def _has_default(value: Any) -> bool:
+    """Whether a mapping entry ``(type, default_or_Field)`` gives its field a default."""
+    if not isinstance(value, tuple) or len(value) < 2:
+        return False
+    default = value[1]
+    if isinstance(default, FieldInfo):
+        return not default.is_required()
+    return default is not Ellipsis
+
+
+def _mapping_key(mapping: dict[str, Any]) -> str:
+    """The mapping as text that does not depend on its order or on ``List`` versus ``list``."""
+    parts = []
+    for name in sorted(mapping):
+        value = mapping[name]
+        if isinstance(value, dict):
+            parts.append(f"{name}:{{{_mapping_key(value)}}}")
+            continue
+        tp, default = (value[0], value[1] if len(value) > 1 else ...) if isinstance(value, tuple) else (value, ...)
+        parts.append(f"{name}:{type_to_str(tp)}={default!r}")
+    return ";".join(parts)
+
+
+def create_instruct_model(class_name: str, mapping: dict[str, Any]) -> type[BaseModel]:
+    """A pydantic model with the fields of ``mapping``; a missing field without a default is an
+    error, an unknown one a warning.
+
+    ``mapping`` values are ``(type, default_or_Field)`` pairs (``...`` for a required
+    field; ``(Optional[str], None)`` or ``(str, Field(default=""))`` may be left out), or
+    dicts for nested models (named ``{class_name}_{field}``). The same name and mapping
+    give the same class.
     """
-    required = set(mapping)
+    key = (class_name, _mapping_key(mapping))
+    made = _MADE.get(key)
+    if made is not None:
+        return made
+    required = {name for name, value in mapping.items() if isinstance(value, dict) or not _has_default(value)}
+    known = set(mapping)
 
     def check_fields(cls: type[BaseModel], values: Any) -> Any:
         if isinstance(values, dict):
             missing = required - set(values)
             if missing:
                 raise ValueError(f"Missing fields: {sorted(missing)}")
-            unknown = set(values) - required
+            unknown = set(values) - known
             if unknown:
                 logger.warning("{}: unrecognized fields {}", class_name, sorted(unknown))
         return values
@@ -167,6 +205,9 @@ def create_instruct_model(class_name: str, mapping: dict[str, Any]) -> type[Base
     )
     # a nested model's type is written by name and reads back as Any (its value stays a dict)
     setattr(model, MAPPING_ATTR, mapping_to_str(fields))
+    if len(_MADE) >= _MADE_LIMIT:  # a program making endless names: forget the oldest
+        del _MADE[next(iter(_MADE))]
+    _MADE[key] = model
     return model
 
 

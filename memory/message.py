@@ -21,7 +21,8 @@ from pydantic import (
 )
 
 from rolecast.errors import DataError, OutputParseError, UsageError
-from rolecast.jsonutil import check_depth
+from rolecast.jsonutil import check_depth, extract_json
+from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
@@ -53,6 +54,11 @@ def any_to_str(val: Any) -> str:
         return val
     cls = val if isinstance(val, type) else type(val)
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def any_to_name(val: Any) -> str:
+    """The last part of :func:`any_to_str`: a class's name (``"WriteCode"``); MetaGPT's ``any_to_name``."""
+    return any_to_str(val).split(".")[-1]
 
 
 def any_to_str_set(val: Any) -> set[str]:
@@ -208,6 +214,44 @@ class Message(Model):
         """A pydantic value holding ``kvs`` (for ``instruct_content``), each field typed by its value."""
         return create_instruct_value(kvs, class_name)
 
+    async def parse_resources(self, llm: BaseLLM, key_descriptions: dict[str, str] | None = None) -> dict[str, Any]:
+        """Ask ``llm`` for the resources this message's text mentions (MetaGPT's ``parse_resources``).
+
+        Returns ``{"resources": [Resource, ...], "reason": ..., <key>: ...}`` with one entry
+        per key of ``key_descriptions`` (``{key: what it holds}``); ``{}`` for an empty
+        message. An answer that is not that JSON object is sent back (the seam's re-ask).
+        """
+        if not self.content:
+            return {}
+        keys = dict(key_descriptions or {})
+        fields = "\n".join(f'- "{k}": {v}' for k, v in keys.items())
+        instructions = [
+            "List every resource the original requirement mentions (files, repositories, branches, "
+            "URLs, names, numbers it needs).",
+            "Answer with one JSON object (in a ```json block) with these keys:\n"
+            '- "resources": a list of objects, each with "resource_type" (what kind of resource), '
+            '"value" (the resource, as text) and "description" (why it is needed);\n'
+            + (fields + "\n" if fields else "")
+            + '- "reason": why you listed these.',
+        ]
+        prompt = f"## Original Requirement\n```text\n{self.content}\n```\n"
+
+        def parse(text: str) -> dict[str, Any]:
+            data = extract_json(text, expect=dict)
+            missing = [k for k in ("resources", *keys) if k not in data]
+            if missing:
+                raise OutputParseError(f"the answer lacks the keys {missing}", raw=text)
+            if not isinstance(data["resources"], list):
+                raise OutputParseError('"resources" must be a list of objects', raw=text)
+            try:
+                data["resources"] = [Resource.model_validate(r) for r in data["resources"]]
+            except ValidationError as exc:
+                raise OutputParseError(f"a resource is not an object with resource_type, value and description: "
+                                       f"{exc}", raw=text) from exc
+            return data
+
+        return await llm.ask_valid(prompt, parse, instructions)
+
     def to_chat(self) -> dict[str, str]:
         """This message as an OpenAI chat message."""
         role = self.role if self.role in ("system", "user", "assistant") else "user"
@@ -234,6 +278,19 @@ _object_new = object.__new__
 _object_setattr = object.__setattr__
 #: the fields a framework-made message is given (see :func:`plain_message`)
 _PLAIN_FIELDS_SET = frozenset({"content", "role", "cause_by", "sent_from"})
+
+
+class Resource(BaseModel):
+    """One resource a message mentions (:meth:`Message.parse_resources`)."""
+
+    resource_type: str = ""
+    value: str = ""
+    description: str = ""
+
+    @field_validator("resource_type", "value", "description", mode="before")
+    @classmethod
+    def _as_text(cls, v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
 
 
 def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Message:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -57,8 +58,46 @@ _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
 BUILTIN_PROVIDERS = ("openai", "local")
 
 
+class LLMType(str, Enum):
+    """The built-in providers by name (MetaGPT's ``LLMType``; ``config.llm.api_type`` is one).
+
+    MetaGPT's other provider names (``azure``, ``ollama``, ``zhipu`` …) name plugin
+    providers here; an OpenAI-compatible server is ``OPENAI`` with its ``base_url``.
+    """
+
+    OPENAI = "openai"
+    LOCAL = "local"
+    AUTO = "auto"
+
+
+#: MetaGPT's names for the provider field (``api_type: openai`` in its config2.yaml)
+PROVIDER_ALIASES = ("api_type", "llm_type")
+
+
+def with_provider_names(data: Any) -> Any:
+    """A model configuration with MetaGPT's ``api_type`` (or ``llm_type``) read as ``provider``."""
+    if not isinstance(data, Mapping) or not any(k in data for k in PROVIDER_ALIASES):
+        return data
+    data = dict(data)
+    names = {str(getattr(data[k], "value", data[k])) for k in PROVIDER_ALIASES if k in data}
+    if "provider" in data:
+        names.add(str(data["provider"]))
+    if len(names) > 1:
+        raise ConfigError(f"the model configuration names several providers: {sorted(names)}")
+    for key in PROVIDER_ALIASES:
+        data.pop(key, None)
+    data["provider"] = names.pop()
+    return data
+
+
 class _ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    @property
+    def api_type(self) -> LLMType | str:
+        """The provider, as MetaGPT's ``api_type``: an :class:`LLMType` for a built-in one, else its name."""
+        provider = str(getattr(self, "provider", "auto"))
+        return LLMType(provider) if provider in LLMType._value2member_map_ else provider
 
     model: str | None = None
     settings: LLMSettings = Field(default_factory=LLMSettings)
@@ -184,7 +223,8 @@ def _explain(exc: ValidationError) -> str:
 def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | PluginConfig:
     """The configuration of one model, as the member of :data:`ProviderConfig` its fields mean."""
     try:
-        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _adapter().validate_python(fields)
+        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _adapter().validate_python(
+            with_provider_names(fields))
     except ValidationError as exc:
         raise ConfigError(f"invalid model configuration: {_explain(exc)}") from exc
     return config
@@ -197,6 +237,25 @@ class Config(BaseModel):
 
     llm: ProviderConfig = Field(default_factory=AutoConfig)
     services: dict[str, ProviderConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metagpt_provider_names(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = dict(data)
+            if "llm" in data:
+                data["llm"] = with_provider_names(data["llm"])
+            if isinstance(data.get("services"), Mapping):
+                data["services"] = {k: with_provider_names(v) for k, v in data["services"].items()}
+        return data
+
+    def get_openai_llm(self) -> OpenAIConfig | None:
+        """The configuration of an OpenAI-compatible model: the default one if it is, else the first
+        such service, else None (MetaGPT's ``Config.get_openai_llm``)."""
+        for candidate in (self.llm, *self.services.values()):
+            if isinstance(candidate, OpenAIConfig):
+                return candidate
+        return None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Config:
@@ -290,6 +349,7 @@ __all__ = [
     "AutoConfig",
     "Config",
     "LLMConfig",
+    "LLMType",
     "LocalConfig",
     "OpenAIConfig",
     "PluginConfig",

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
-from .config import Config
+from .config import Config, ProviderConfig
 from .cost import CostManager
 from .errors import UsageError
 from .hooks import Hooks
@@ -47,6 +48,17 @@ class AttrDict:
             raise AttributeError(f"No such attribute: {key}")
         del self.__dict__[key]
 
+    def set(self, key: str, value: Any) -> None:
+        """``ad.set("a", 1)`` is ``ad.a = 1`` (MetaGPT's ``AttrDict.set``)."""
+        setattr(self, key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.__dict__.get(key, default)
+
+    def remove(self, key: str) -> None:
+        """Delete ``key`` if it is there."""
+        self.__dict__.pop(key, None)
+
     def model_dump(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
@@ -58,11 +70,20 @@ def _no_model(name: str) -> BaseLLM:
     raise UsageError(f"the named model {name!r} is None: give a model or a model name")
 
 
+@dataclass(frozen=True)
+class ProjectRepo:
+    """The folder a project's files live in (MetaGPT's ``Context.repo``, without its git layer)."""
+
+    workdir: Path
+
+
 class Context:
     """Configuration, the default model, named services, costs and hooks of one run.
 
     ``kwargs`` is a free :class:`AttrDict` for what a script wants its roles to share
-    (MetaGPT's ``Context.kwargs``).
+    (MetaGPT's ``Context.kwargs``). ``project_path`` names the folder a project works in
+    (``context.repo.workdir``); ``git_repo`` and ``src_workspace`` are MetaGPT's slots for a
+    script's own repository object and source folder — rolecast keeps them and uses neither.
     """
 
     def __init__(
@@ -88,6 +109,21 @@ class Context:
         self._warned_missing: set[str] = set()
         #: the write-ahead log of the team run this context belongs to (set by the team)
         self.run_log: RunLog | None = None
+        #: the folder the project works in (MetaGPT's ``config.project_path``), if any
+        self.project_path: str | None = None
+        #: MetaGPT's slots for a script's git repository object and source folder (rolecast sets neither)
+        self.git_repo: Any = None
+        self.src_workspace: Any = None
+
+    @property
+    def repo(self) -> ProjectRepo | None:
+        """The project's folder (``repo.workdir``), when ``project_path`` is set; else None."""
+        return ProjectRepo(Path(self.project_path)) if self.project_path else None
+
+    def llm_with_cost_manager_from_llm_config(self, llm_config: ProviderConfig) -> BaseLLM:
+        """A model made from ``llm_config`` (MetaGPT's name). Its calls are charged to this context's
+        costs when made in :meth:`scope`, as every call of a team's roles is."""
+        return create_llm(llm_config)
 
     @property
     def config(self) -> Config:

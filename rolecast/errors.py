@@ -10,6 +10,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   ├── NestedEventLoopError    a sync helper was called inside a running loop
     │   ├── PlanEditError           a plan edit names a task that is not (or already) there
+    │   ├── NothingToRun            a bare Action was run with no run() of its own, instruction or input
+    │   ├── NodeNotFilled           an ActionNode was reviewed or revised before it was filled
     │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -89,6 +91,21 @@ class PlanEditError(UsageError, AssertionError):
     """A plan edit (``replace_task``, ``append_task``) names a task id that is not, or is already, in the plan.
 
     Also an ``AssertionError``, which is what MetaGPT's plan raises there.
+    """
+
+
+class NothingToRun(UsageError, NotImplementedError):
+    """A bare :class:`~actions.Action` was run with no ``run`` of its own, no instruction, no
+    ``desc`` and no input: there is no prompt to send.
+
+    Also a ``NotImplementedError``, which is what MetaGPT's base ``Action.run`` raises.
+    """
+
+
+class NodeNotFilled(UsageError, RuntimeError):
+    """An :class:`~actions.ActionNode` was reviewed, revised or read before ``fill`` gave it output.
+
+    Also a ``RuntimeError``, which is what MetaGPT's ``ActionNode.review`` / ``revise`` raise.
     """
 
 
@@ -373,6 +390,8 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "NestedEventLoopError",
+    "NodeNotFilled",
+    "NothingToRun",
     "OutputParseError",
     "PlanEditError",
     "PlanError",

@@ -41,7 +41,7 @@ from actions.perform import perform
 from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
-from rolecast.classes import class_path, loaded_subclass
+from rolecast.classes import class_path
 from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
@@ -50,6 +50,7 @@ from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.models import Model
 from rolecast.runs.events import STATE_INVALID
+from rolecast.serialization import class_named, without_class_key
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
@@ -147,8 +148,8 @@ class Role(MetaGPTSDK, Inbox, Model):
     @model_validator(mode="wrap")
     @classmethod
     def _as_recorded_class(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, dict) and value.get(CLASS_KEY):
-            target = loaded_subclass(cls, value[CLASS_KEY])
+        if isinstance(value, dict):
+            target = class_named(cls, value)  # MetaGPT's key, or rolecast's older one
             if target is not cls:
                 return target.model_validate(value)
         return handler(value)
@@ -156,8 +157,10 @@ class Role(MetaGPTSDK, Inbox, Model):
     def __init__(
         self, llm: BaseLLM | None = None, context: Context | None = None, config: Config | None = None, **data: Any
     ):
-        data.pop(CLASS_KEY, None)
+        data = without_class_key(data)
         reject_unknown_keywords(type(self).__name__, data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if context == "":  # an empty ``context`` field of a MetaGPT dump: none given
+            context = None
         if context is not None and not isinstance(context, Context):
             raise UsageError(f"{type(self).__name__}(context=...) takes a rolecast Context, "
                              f"not {type(context).__name__}")
@@ -203,6 +206,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         self.rc.react_mode = saved.react_mode
         self.rc.max_react_loop = saved.max_react_loop
         self.rc.msg_buffer = saved.msg_buffer
+        if saved.state >= 0 and self.latest_observed_msg is not None:
+            self.recovered = True  # saved in the middle of a turn: the next one resumes at that action
 
     # ----------------------------------------------------------------- wiring
     @property
@@ -376,6 +381,10 @@ class Role(MetaGPTSDK, Inbox, Model):
         n = len(self.actions)
         if n == 0:
             return False
+        if self.recovered and self.rc.state >= 0 and n > 1:
+            self._set_state(self.rc.state)  # a restored role resumes at the action its turn failed in
+            self.recovered = False
+            return True
         if self.rc.react_mode == _BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
@@ -383,10 +392,6 @@ class Role(MetaGPTSDK, Inbox, Model):
             return 0 <= self.rc.state < n
         if n == 1:
             self._set_state(0)
-            return True
-        if self.recovered and self.rc.state >= 0:
-            self._set_state(self.rc.state)
-            self.recovered = False
             return True
         prompt = self._get_prefix() + STATE_TEMPLATE.format(
             history="\n".join(str(m) for m in await self.prompt_history()),
@@ -456,13 +461,22 @@ class Role(MetaGPTSDK, Inbox, Model):
         return await self.planner.plan_and_act(self, goal)
 
     async def react(self) -> Message | None:
-        """One reaction by the role's react mode; the state is reset afterwards."""
+        """One reaction by the role's react mode; the state is reset afterwards.
+
+        A reaction that raises leaves ``rc.state`` at the action that failed (and no
+        ``rc.todo``), so that a team saved then resumes there (MetaGPT's recover flow); the
+        role itself starts its next turn afresh, unless it was restored (``recovered``).
+        """
+        rc = self.rc
+        if rc.state != -1 and not self.recovered:
+            self._set_state(-1)  # left by a failed turn: this turn starts over
         try:
-            if self.rc.react_mode == _PLAN_AND_ACT:
-                return await self._plan_and_act()
-            return await self._react()
-        finally:
-            self._set_state(-1)
+            rsp = await (self._plan_and_act() if rc.react_mode == _PLAN_AND_ACT else self._react())
+        except BaseException:
+            rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
+            raise
+        self._set_state(-1)
+        return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:
         """Take one turn: observe, react, publish. Returns the published message, if any.

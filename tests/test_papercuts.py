@@ -43,7 +43,7 @@ async def test_script_exhausted_message_counts_right():
 
 
 def test_team_on_error_typo_is_a_usage_error():
-    with pytest.raises(UsageError, match=r"Team\(on_error='bogus'\): choose \"stop\" or \"continue\""):
+    with pytest.raises(UsageError, match=r"Team\(on_error='bogus'\): choose \"stop\", \"continue\" or \"recover\""):
         Team(on_error="bogus")  # type: ignore[arg-type]
 
 
