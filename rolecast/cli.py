@@ -9,6 +9,7 @@
     rolecast runs show RUN        a run's timeline: rounds, messages, model calls, failures
     rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
     rolecast runs export RUN      the run's events as JSON lines
+    rolecast studio               a local web page over the run store (the studio extra)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from . import __version__, enable_logging, inspect_runs
+from . import __version__, enable_logging, inspect_runs, studio
 from .config import Config
 from .context import default_context
 from .errors import ConfigError, RolecastError
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("prompt")
     choose.add_argument("n", type=int)
     _runs_parser(sub)
+    studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     args = parser.parse_args(argv)
 
     enable_logging("DEBUG" if args.verbose else "INFO")
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_ask(args.prompt))
         if args.command == "runs":
             return _runs(args)
+        if args.command == "studio":
+            studio.require()
+            return studio.run_command(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
         print(f"rolecast: {type(exc).__name__}: {exc}", file=sys.stderr)

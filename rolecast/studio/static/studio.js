@@ -1,0 +1,115 @@
+// rolecast studio: the little the pages do in the browser. No library; all text the server sends
+// is already escaped HTML (rendered by its templates), and what this script writes itself goes
+// through textContent.
+"use strict";
+
+function csrfToken() {
+  const meta = document.querySelector('meta[name="csrf-token"]');
+  return meta ? meta.content : "";
+}
+
+// ---- one run: expand / collapse every model call
+function setupCalls() {
+  const all = (open) => document.querySelectorAll("details.call").forEach((d) => { d.open = open; });
+  const expand = document.getElementById("expand-all");
+  const collapse = document.getElementById("collapse-all");
+  if (expand) expand.addEventListener("click", () => all(true));
+  if (collapse) collapse.addEventListener("click", () => all(false));
+}
+
+// ---- the message graph: a node or an arrow shows its messages
+function setupGraph() {
+  const svg = document.getElementById("graph");
+  const box = document.getElementById("graph-pick");
+  if (!svg || !box) return;
+  const title = document.getElementById("graph-pick-title");
+  const body = document.getElementById("graph-pick-body");
+  const pick = async (el) => {
+    svg.querySelectorAll(".picked").forEach((p) => p.classList.remove("picked"));
+    el.classList.add("picked");
+    title.textContent = el.dataset.title;
+    box.hidden = false;
+    const seqs = el.dataset.seqs || "";
+    if (!seqs) { body.textContent = "No messages."; return; }
+    const response = await fetch(box.dataset.url + "?seq=" + encodeURIComponent(seqs));
+    body.innerHTML = await response.text(); // the server's template, escaped
+  };
+  svg.querySelectorAll(".edge, .node").forEach((el) => {
+    el.addEventListener("click", () => pick(el));
+    el.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") pick(el); });
+  });
+  document.getElementById("graph-pick-close").addEventListener("click", () => {
+    box.hidden = true;
+    svg.querySelectorAll(".picked").forEach((p) => p.classList.remove("picked"));
+  });
+}
+
+// ---- a run in progress: its new events arrive over server-sent events
+function setupLive() {
+  const timeline = document.getElementById("timeline");
+  if (!timeline || timeline.dataset.live !== "yes") return;
+  const run = timeline.dataset.run;
+  const source = new EventSource("/runs/" + encodeURIComponent(run) + "/live?after=" + timeline.dataset.last);
+  source.addEventListener("events", (ev) => {
+    const update = JSON.parse(ev.data);
+    const holder = document.createElement("div");
+    holder.innerHTML = update.html; // rendered and escaped by the server's templates
+    holder.querySelectorAll(".turn, .mark").forEach((el) => el.classList.add("fresh"));
+    while (holder.firstChild) timeline.appendChild(holder.firstChild);
+    timeline.dataset.last = update.last;
+    const set = (id, value) => { const el = document.getElementById(id); if (el) el.textContent = value; };
+    set("run-events", update.events);
+    set("run-calls", update.calls);
+    set("run-tokens", Number(update.tokens).toLocaleString("en"));
+    const status = document.getElementById("run-status");
+    if (status) {
+      status.textContent = update.status;
+      status.className = "badge " + update.status.replace(/ /g, "-");
+    }
+    if (update.status === "finished" || update.status === "failed") {
+      const note = document.getElementById("live-note");
+      if (note) note.textContent = "The run " + update.status + ".";
+      source.close();
+    }
+  });
+}
+
+// ---- the runs list: refreshed every second (a run another process starts appears)
+function setupRunsList() {
+  const table = document.getElementById("runs-table");
+  if (!table) return;
+  const rows = document.getElementById("runs-rows");
+  let last = rows.innerHTML;
+  const picked = () => new Set([...rows.querySelectorAll(".pick-run:checked")].map((c) => c.value));
+  const refresh = async () => {
+    try {
+      const response = await fetch(table.dataset.refresh, { cache: "no-store" });
+      if (response.ok) {
+        const html = await response.text();
+        if (html !== last) {
+          const keep = picked();
+          rows.innerHTML = html; // the server's template, escaped
+          last = html;
+          rows.querySelectorAll(".pick-run").forEach((c) => { c.checked = keep.has(c.value); });
+        }
+      }
+    } catch (e) { /* the server stopped: try again later */ }
+    setTimeout(refresh, 1000);
+  };
+  setTimeout(refresh, 1000);
+  // compare: the two ticked runs become ?a=&b=
+  const form = document.getElementById("compare-form");
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const ids = [...picked()];
+    if (ids.length !== 2) { alert("Tick exactly two runs to compare."); return; }
+    window.location = "/compare?a=" + encodeURIComponent(ids[1]) + "&b=" + encodeURIComponent(ids[0]);
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setupCalls();
+  setupGraph();
+  setupLive();
+  setupRunsList();
+});
