@@ -190,8 +190,9 @@ class Served:
         self.thread.join(10)
 
 
-def serve(store: str | Path, *, host: str = "127.0.0.1", token: str | None = None) -> Served:
-    """The studio on ``store``, served by uvicorn on a free port of ``host`` in a thread; stop() ends it."""
+def serve(store: str | Path, *, host: str = "127.0.0.1", token: str | None = None, read_csrf: bool = True) -> Served:
+    """The studio on ``store``, served by uvicorn on a free port of ``host`` in a thread; stop() ends it.
+    ``read_csrf``: read the runs page once for its CSRF token (``served.csrf``)."""
     from rolecast.studio.server import serve as serve_studio
     from rolecast.studio.source import RunSource
 
@@ -225,7 +226,8 @@ def serve(store: str | Path, *, host: str = "127.0.0.1", token: str | None = Non
     url = found["url"].split("?")[0].rstrip("/")
     port = int(url.rsplit(":", 1)[1])
     served = Served(url, host, port, "", token, thread, found["loop"], found["task"])
-    served.csrf = csrf_of(get(served, "/").body)
+    if read_csrf:
+        served.csrf = csrf_of(get(served, "/").body)
     return served
 
 

@@ -187,6 +187,8 @@ class Comparison:
     #: the first model call that differs: (round, role, action, left seq, right seq) or None
     call_divergence: tuple[int, str, str, int | None, int | None] | None
     same_messages: int
+    #: the messages the runs share before they part (all of them when they do not)
+    common_prefix: int
 
 
 def _key(m: MessageView) -> tuple[str, tuple[str, ...], str]:
@@ -220,7 +222,9 @@ def compare(left: list[MessageView], right: list[MessageView],
                 b = b_side[k] if k < len(b_side) else None
                 rows.append(Row("changed" if a and b else ("only-left" if a else "only-right"), a, b))
     first = next((i for i, r in enumerate(rows) if r.kind not in ("same", "skipped")), None)
-    return Comparison(rows, first, _call_divergence(left_calls, right_calls), same)
+    opcodes = matcher.get_opcodes()
+    prefix = opcodes[0][2] if opcodes and opcodes[0][0] == "equal" else 0
+    return Comparison(rows, first, _call_divergence(left_calls, right_calls), same, prefix)
 
 
 def _call_divergence(left: list[tuple[int, int, str, str, str]], right: list[tuple[int, int, str, str, str]]
