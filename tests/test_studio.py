@@ -20,16 +20,16 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("jinja2")
 
-import studio_runs  # noqa: E402
-from studio_runs import HOSTILE, get, post  # noqa: E402
+import studio_runs
+from studio_runs import HOSTILE, get, post
 
-from rolecast import studio  # noqa: E402
-from rolecast.errors import CapabilityMissing, ConfigError, UsageError  # noqa: E402
-from rolecast.store import MemoryRunStore, SQLiteRunStore  # noqa: E402
-from rolecast.studio import server as studio_server  # noqa: E402
-from rolecast.studio import shape  # noqa: E402
-from rolecast.studio.source import RunSource, status_of  # noqa: E402
-from rolecast.testing import FunctionLLM  # noqa: E402
+from rolecast import studio
+from rolecast.errors import CapabilityMissing, ConfigError, UsageError
+from rolecast.store import MemoryRunStore, SQLiteRunStore
+from rolecast.studio import server as studio_server
+from rolecast.studio import shape
+from rolecast.studio.source import RunSource, status_of
+from rolecast.testing import FunctionLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 
