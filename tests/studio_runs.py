@@ -74,6 +74,24 @@ class Debater(Role):
         return msg
 
 
+def in_thread(coro: Any) -> Any:
+    """``asyncio.run(coro)`` in a thread of its own (where this thread runs a loop already: Playwright's)."""
+    found: dict[str, Any] = {}
+
+    def main() -> None:
+        try:
+            found["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            found["error"] = exc
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    thread.join()
+    if "error" in found:
+        raise found["error"]
+    return found["value"]
+
+
 def debate_model(delay: float = 0.0) -> FunctionLLM:
     turns = {"Ada": 0, "Ben": 0}
 

@@ -66,12 +66,37 @@ function setupLive() {
       status.textContent = update.status;
       status.className = "badge " + update.status.replace(/ /g, "-");
     }
-    if (update.status === "finished" || update.status === "failed") {
+    const over = update.status === "finished" || update.status === "failed";
+    refreshPanels(over);
+    if (over) {
       const note = document.getElementById("live-note");
       if (note) note.textContent = "The run " + update.status + ".";
       source.close();
     }
   });
+}
+
+// the run's facts and side panels (totals, graph, steering) again from the server, at most every
+// two seconds while the run goes on, and once more when it ends
+let panelsDue = 0;
+let panelsTimer = null;
+function refreshPanels(now) {
+  const run = async () => {
+    panelsTimer = null;
+    panelsDue = Date.now() + 2000;
+    const response = await fetch(window.location.href, { cache: "no-store" });
+    if (!response.ok) return;
+    // an inert document (nothing in it runs); its text was escaped by the server's templates
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    for (const selector of [".facts", ".side-col"]) {
+      const mine = document.querySelector(selector);
+      const theirs = fresh.querySelector(selector);
+      if (mine && theirs) mine.replaceWith(document.adoptNode(theirs));
+    }
+    setupGraph();
+  };
+  if (panelsTimer) clearTimeout(panelsTimer);
+  panelsTimer = setTimeout(run, now ? 0 : Math.max(0, panelsDue - Date.now()));
 }
 
 // ---- the runs list: refreshed every second (a run another process starts appears)
