@@ -25,7 +25,7 @@ from rolecast.hooks import Hooks
 from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.models import Model
-from rolecast.runlog import enter_action, exit_action
+from rolecast.runs.log import enter_action, exit_action
 from rolecast.usage import reject_unknown_keywords
 
 from .action_node import ActionNode

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from actions import Action, UserRequirement  # noqa: E402
 from environment import Team  # noqa: E402
 from memory import Message  # noqa: E402
-from rolecast.store import MemoryRunStore, RunEvent  # noqa: E402
+from rolecast.runs.store import MemoryRunStore, RunEvent  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402
 

@@ -13,8 +13,8 @@ from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
 from rolecast.models import Model
-from rolecast.runlog import RunLog
-from rolecast.store import ROUND_FINISHED, ROUND_STARTED
+from rolecast.runs.log import RunLog
+from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
 from roles.context import SkipLedger
 from roles.inbox import hears_everything

@@ -40,7 +40,6 @@ from loguru import logger
 from memory import Message
 from rolecast.errors import UsageError, WorkerLost
 from rolecast.ratelimit import CallMeter, RateLimit
-from rolecast.store import MemoryRunStore, SQLiteRunStore
 from roles import Role
 
 from .ray_worker import RoleWorker, WorkerSpec, detached_pickle, merge_usage
@@ -341,18 +340,12 @@ def _shared_store(store: Any) -> Any:
     """The store as every worker can open it."""
     if store is None:
         return None
-    if isinstance(store, MemoryRunStore):
-        raise UsageError(
-            "a distributed run cannot log to an in-memory store: give Team(store=...) a PostgresRunStore "
-            "(or a SQLite file, on one machine)"
-        )
-    if isinstance(store, SQLiteRunStore):
-        return ("sqlite", str(store.path.resolve()))
+    shared = store.shared()  # (a UsageError for a store no other process can open: memory)
     try:
-        pickle.dumps(store)
+        pickle.dumps(shared)
     except Exception as exc:
         raise UsageError(f"the run store {store!r} cannot be shared with Ray workers: {exc}") from exc
-    return store
+    return shared
 
 
 __all__ = ["RateLimit", "RayRuntime"]

@@ -31,8 +31,8 @@ from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
 from rolecast.metering import current_meter
-from rolecast.runlog import Durability, RunLog
-from rolecast.store import RunEvent, RunStore, SQLiteRunStore, encode_data
+from rolecast.runs.log import Durability, RunLog
+from rolecast.runs.store import RunEvent, RunStore, SQLiteRunStore, encode_data
 from roles import Role
 
 from .runtime import logged_turn

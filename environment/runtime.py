@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memory import MESSAGE_ROUTE_TO_ALL, Message
-from rolecast.runlog import RunLog
-from rolecast.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED
+from rolecast.runs.log import RunLog
+from rolecast.runs.store import TURN_FAILED, TURN_FINISHED, TURN_STARTED
 
 if TYPE_CHECKING:
     from roles import Role

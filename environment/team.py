@@ -21,14 +21,13 @@ from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
-from rolecast.runlog import DURABILITIES, Durability, RunLog, new_run_id
-from rolecast.store import (
+from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
+from rolecast.runs.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
     RUN_STARTED,
     RUN_STOPPED,
     RunEvent,
-    SQLiteRunStore,
     default_store,
     open_store,
 )
@@ -105,7 +104,7 @@ class Team(Model):
     :class:`~rolecast.errors.UsageError` naming the closest one.
 
     Every run is logged, write-ahead, to a run store: ``store`` is a path (SQLite), a
-    :class:`~rolecast.store.RunStore`, or None for no log; by default
+    :class:`~rolecast.runs.store.RunStore`, or None for no log; by default
     ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``. ``run_id`` names the run
     (``team.run_id``; a fresh one by default). Running a script again with the
     ``run_id`` of an earlier run *resumes* it: what the log holds is re-executed with
@@ -115,7 +114,7 @@ class Team(Model):
     crash, only the calls in flight are asked again), and in the database with the other
     events of that turn of the event loop (``durability="batched"``, the default);
     ``"call"`` commits each call alone in the database (one transaction per call costs
-    more, see :mod:`rolecast.runlog`).
+    more, see :mod:`rolecast.runs.log`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
@@ -203,7 +202,7 @@ class Team(Model):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability)
+            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability, lease=True)
             log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log
@@ -246,7 +245,7 @@ class Team(Model):
 
     def _checkpoint_dir(self) -> Path:
         store = self.run_log.store
-        base = store.path.parent if isinstance(store, SQLiteRunStore) else DEFAULT_STORE_PATH.parent
+        base = store.home if store is not None and store.home is not None else DEFAULT_STORE_PATH.parent
         return base / "checkpoints" / self.run_id
 
     @property
@@ -331,6 +330,8 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
+        log = self.run_log
+        log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -363,8 +364,11 @@ class Team(Model):
             raise
         finally:
             cm = self.cost_manager
-            log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                   "calls": cm.total.calls}, force=True)
+            try:
+                log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
+                                       "calls": cm.total.calls}, force=True)
+            finally:
+                log.release_lease()
         return History(self.env.history.get())
 
     async def _round(self, run_deadline: float | None) -> None:
@@ -401,7 +405,8 @@ class Team(Model):
         """MetaGPT's ``serialize_decorator``: a failed run is saved first, and its error says where.
 
         Beside the run store (a run with no store keeps nothing on disk)."""
-        if not isinstance(self.run_log.store, SQLiteRunStore):
+        store = self.run_log.store
+        if store is None or store.home is None:  # (a store with no folder of its own: PostgreSQL, memory)
             return
         try:
             path = self.serialize()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rolecast.errors import ConfigError, VectorIndexError
-from rolecast.store import DEFAULT_STORE_PATH
+from rolecast.runs.store import DEFAULT_STORE_PATH
 
 from .vectors import Hit, IndexItem, Scalar, VectorMatrix, check_where, matches, unit
 
@@ -86,7 +86,7 @@ class SQLiteVectorIndex:
 
     @classmethod
     def beside(cls, store: Any, collection: str = "default") -> SQLiteVectorIndex:
-        """The index in the same file as a :class:`~rolecast.store.SQLiteRunStore`."""
+        """The index in the same file as a :class:`~rolecast.runs.store.SQLiteRunStore`."""
         path = getattr(store, "path", None)
         if path is None:
             raise ConfigError(f"{store!r} is not a file-backed run store; give the index a path")

@@ -23,14 +23,15 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from . import __version__, enable_logging, inspect_runs, studio
+from . import __version__, enable_logging, studio
 from .config import Config
 from .context import default_context
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
 from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
-from .store import DEFAULT_STORE_PATH, SQLiteRunStore
+from .runs import inspection
+from .runs.store import DEFAULT_STORE_PATH, open_store
 
 
 def _row(label: str, value: object) -> None:
@@ -105,20 +106,18 @@ async def _choose(prompt: str, n: int) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    path = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
-    if not os.path.exists(path):
-        print(f"rolecast: no run store at {path} (run a team first, or pass --store PATH)", file=sys.stderr)
-        return 2
-    store = SQLiteRunStore(path)
+    where = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
+    store = open_store(where, read_only=True)
+    assert store is not None
     try:
         if args.runs_command == "list":
-            print(inspect_runs.list_runs(store))
+            print(inspection.list_runs(store))
         elif args.runs_command == "show":
-            print(inspect_runs.show_run(store, args.run_id))
+            print(inspection.show_run(store, args.run_id))
         elif args.runs_command == "graph":
-            print(inspect_runs.graph_run(store, args.run_id, args.format))
+            print(inspection.graph_run(store, args.run_id, args.format))
         else:
-            for line in inspect_runs.export_run(store, args.run_id):
+            for line in inspection.export_run(store, args.run_id):
                 print(line)
     finally:
         store.close()
@@ -131,7 +130,9 @@ def _runs_parser(sub: Any) -> None:
     for name, text in (("list", "list the runs"), ("show", "a run's timeline"),
                        ("graph", "the message flow of a run"), ("export", "a run's events as JSON lines")):
         cmd = runs_sub.add_parser(name, help=text)
-        cmd.add_argument("--store", help="the run store (default: $ROLECAST_STORE or ./.rolecast/runs.db)")
+        cmd.add_argument("--store", metavar="PATH|URL",
+                         help="the run store: a SQLite file or a postgresql:// URL "
+                              "(default: $ROLECAST_STORE or ./.rolecast/runs.db)")
         if name != "list":
             cmd.add_argument("run_id")
         if name == "graph":

@@ -1,6 +1,6 @@
 """A live view of a team run in the terminal: one reader of the run's event stream.
 
-:class:`RunConsole` subscribes to a :class:`~rolecast.runlog.RunLog` (``Team.run(console=True)``
+:class:`RunConsole` subscribes to a :class:`~rolecast.runs.log.RunLog` (``Team.run(console=True)``
 does it for you) and shows, as the run goes: a header per round, which role is
 thinking and on which action, each message as it is published (sender → receivers,
 action, content), the model's tokens as they stream (where the provider streams), a
@@ -25,7 +25,7 @@ from typing import Any, TextIO, TypeVar
 
 from .cost import CostManager
 from .errors import RolecastError
-from .store import (
+from .runs.store import (
     LLM_CALL,
     MESSAGE,
     ROUND_STARTED,
@@ -82,7 +82,7 @@ def _clip(text: str, max_lines: int, max_chars: int) -> str:
 
 
 class RunConsole:
-    """Renders one run's events (a :class:`~rolecast.runlog.RunLog` subscriber).
+    """Renders one run's events (a :class:`~rolecast.runs.log.RunLog` subscriber).
 
     ``file`` defaults to ``sys.stdout``; ``rich`` forces (``True``) or refuses (``False``)
     the terminal view, and by default follows ``file.isatty()``. ``max_lines`` bounds

@@ -23,7 +23,7 @@ from .hooks import Hooks
 from .llm import create_llm
 from .llm.base import BaseLLM
 from .metering import Meter, default_cost_manager, enter_meter, exit_meter
-from .runlog import RunLog
+from .runs.log import RunLog
 
 
 class AttrDict:

@@ -21,6 +21,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   │   └── TemplateError       a prompt template could not be rendered
     │   ├── SandboxError            the code sandbox could not run the code
     │   ├── StoreError              the run store could not be written or read
+    │   │   └── RunInUse            the run is being written by another live process (host, pid, since)
     │   ├── ReplayError             a resumed or replayed run met a call its log cannot answer
     │   │   ├── ReplayMismatch      the run asked something else than the log recorded here
     │   │   └── ReplayMissing       a replayed run asked something the log never recorded
@@ -38,7 +39,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │           └── PlanParseError  one answer could not be read as a plan (the planner re-asks)
     └── ControlFlow                 signals, not failures
         ├── InvocationCancelled     a hook cancelled an action / tool / function call
-        └── HumanStopped            the person playing a role ended the run (exit / end of input)
+        ├── HumanStopped            the person playing a role ended the run (exit / end of input)
+        └── ApprovalPending         a deferred approval waits for a person's answer (the run pauses)
 
 Errors keep what they are about as attributes (``raw`` text, ``spent`` / ``limit``,
 the ``role`` and ``action``) and chain the original exception as ``__cause__``;
@@ -47,6 +49,7 @@ they never flatten a traceback into a string.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
@@ -180,6 +183,23 @@ class SandboxError(RunError):
 
 class StoreError(RunError):
     """The run store could not be written or read."""
+
+
+class RunInUse(StoreError):
+    """Another live process writes this run (one writer per run): ``holder`` is its host, pid and
+    since when (a Unix time) it holds the run's lease."""
+
+    def __init__(self, run_id: str, *, host: str, pid: int, since: float, heartbeat: float | None = None):
+        self.run_id = run_id
+        self.host = host
+        self.pid = pid
+        self.since = since
+        self.heartbeat = since if heartbeat is None else heartbeat
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))
+        super().__init__(
+            f"run {run_id!r} is in use by process {pid} on host {host!r} since {when}; wait for it to end "
+            "(a holder that died is detected at once on its own host, after the lease times out on another)"
+        )
 
 
 class ReplayError(RunError):
@@ -331,8 +351,22 @@ class HumanStopped(ControlFlow):
     """The person playing a role (``Role(is_human=True)``) typed ``exit``/``quit``, or their input ended."""
 
 
+class ApprovalPending(ControlFlow):
+    """A deferred approval (:meth:`rolecast.approval.Approval.deferred`) is waiting for a person's
+    answer: the run pauses (``team.run`` returns a history whose ``status`` is ``"waiting"``); answer
+    with ``rolecast runs approve|reject|edit RUN ID`` and run the script again with the same run id."""
+
+    def __init__(self, run_id: str, approval_id: str, name: str = "", role: str = ""):
+        self.run_id = run_id
+        self.approval_id = approval_id
+        self.name = name
+        self.role = role
+        super().__init__(f"run {run_id!r}: {role or 'a role'} waits for approval {approval_id!r} of {name!r}")
+
+
 __all__ = [
     "ActionFailed",
+    "ApprovalPending",
     "BudgetExceeded",
     "CapabilityMissing",
     "ConfigError",
@@ -360,6 +394,7 @@ __all__ = [
     "ReplayMissing",
     "RolecastError",
     "RunError",
+    "RunInUse",
     "SandboxError",
     "ScriptExhausted",
     "StoreError",

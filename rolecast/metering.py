@@ -19,7 +19,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from .cost import CostManager
-from .runlog import RunLog
+from .runs.log import RunLog
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ from .llm.base import (
 from .llm.embedders import hashed_vector
 from .llm.recording import describe_request
 from .metering import current_meter
-from .runlog import RunLog, current_action
-from .store import RunStore, open_store
+from .runs.log import RunLog, current_action
+from .runs.store import RunStore, open_store
 
 Reply = "str | Completion | BaseException | Callable[[Messages], str | Completion]"
 

@@ -19,7 +19,7 @@ The span tree follows the run::
                 └── execute_tool <name>   a tool or kernel function call
 
 Runs, rounds, turns, messages and model calls come from the run's event stream
-(:class:`~rolecast.runlog.RunLog`); actions and tool calls from the context's
+(:class:`~rolecast.runs.log.RunLog`); actions and tool calls from the context's
 invocation hooks (:mod:`rolecast.hooks`), which see them start and end. A model call
 is reported when it has finished, so its span is drawn from its recorded latency.
 """
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .context import current_scope
 from .errors import ConfigError
 from .hooks import Hooks, Invocation
-from .store import (
+from .runs.store import (
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -51,7 +51,7 @@ from .store import (
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from .runlog import RunLog
+    from .runs.log import RunLog
 
 TRACER_NAME = "rolecast"
 _MAX_ATTR = 4000  # long prompts and answers are cut in attributes

@@ -25,7 +25,7 @@ from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast.errors import RunError
-from rolecast.store import (
+from rolecast.runs import (
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,

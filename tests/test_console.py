@@ -17,7 +17,7 @@ from actions import Action
 from environment import Team
 from rolecast.console import RunConsole
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, Usage
-from rolecast.store import RunEvent
+from rolecast.runs.store import RunEvent
 from rolecast.testing import ScriptedLLM
 from roles import Role
 

@@ -17,7 +17,7 @@ from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast.errors import ActionFailed, ReplayMismatch, ReplayMissing, UsageError
-from rolecast.store import LLM_CALL, MESSAGE, MemoryRunStore, SQLiteRunStore
+from rolecast.runs.store import LLM_CALL, MESSAGE, MemoryRunStore, SQLiteRunStore
 from rolecast.testing import FunctionLLM, ReplayLLM
 from roles import Role
 
@@ -376,7 +376,7 @@ async def test_a_team_dump_reloads_as_its_own_role_and_action_classes_and_goes_o
 async def test_the_store_never_holds_its_write_lock_across_a_wait(tmp_path):
     import asyncio
 
-    from rolecast.store import RunEvent
+    from rolecast.runs.store import RunEvent
 
     db = tmp_path / "shared.db"
     first, second = SQLiteRunStore(db), SQLiteRunStore(db)  # two writers: two teams, two processes

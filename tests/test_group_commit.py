@@ -13,8 +13,8 @@ from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast.errors import RolecastError, StoreError, UsageError
-from rolecast.runlog import RunLog
-from rolecast.store import LLM_CALL, MemoryRunStore, RunEvent
+from rolecast.runs.log import RunLog
+from rolecast.runs.store import LLM_CALL, MemoryRunStore, RunEvent
 from rolecast.testing import FunctionLLM
 from roles import Role
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rolecast import journal
-from rolecast.store import LLM_CALL, MESSAGE, RunEvent, SQLiteRunStore
+from rolecast.runs import journal
+from rolecast.runs.store import LLM_CALL, MESSAGE, RunEvent, SQLiteRunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).parent / "scripts" / "crash_in_turn.py"

@@ -20,11 +20,14 @@ ARGS = {
     "ReplayMismatch": (),
     "ReplayMissing": (),
     "ReplayError": ("has no answer",),
+    "RunInUse": ("run-1",),
+    "ApprovalPending": ("run-1", "Coder-1"),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},
     "ReplayMissing": {"role": "r", "action": "a", "asked": {"last": "y"}},
     "ReplayError": {"role": "r", "action": "a", "asked": {"last": "y"}},
+    "RunInUse": {"host": "h", "pid": 7, "since": 0.0},
 }
 
 

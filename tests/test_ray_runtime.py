@@ -24,7 +24,7 @@ from environment.ray_runtime import RayRuntime, local_runtime_env  # noqa: E402
 from memory import Message  # noqa: E402
 from rolecast.errors import BudgetExceeded  # noqa: E402
 from rolecast.ratelimit import RateLimit  # noqa: E402
-from rolecast.store import LLM_CALL, SQLiteRunStore  # noqa: E402
+from rolecast.runs.store import LLM_CALL, SQLiteRunStore  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402
 
@@ -223,7 +223,7 @@ def test_a_distributed_run_logs_to_postgres_and_resumes_without_the_model(cluste
     if find_bin() is None:
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
     pytest.importorskip("psycopg")
-    from rolecast.store_postgres import PostgresRunStore
+    from rolecast.runs.postgres import PostgresRunStore
 
     server = PostgresServer().start()
     try:

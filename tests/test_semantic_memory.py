@@ -18,8 +18,8 @@ from rolecast.errors import BudgetExceeded, LLMAPIError, ToolError, UsageError, 
 from rolecast.llm.base import BaseLLM, Completion
 from rolecast.llm.embedders import HashingEmbedder
 from rolecast.llm.openai import OpenAILLM
-from rolecast.runlog import RunLog
-from rolecast.store import MemoryRunStore
+from rolecast.runs.log import RunLog
+from rolecast.runs.store import MemoryRunStore
 from rolecast.testing import FunctionLLM, ScriptedLLM
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "memory_retrieval.json"

@@ -12,8 +12,8 @@ pytest.importorskip("psycopg")
 from pg_server import PostgresServer, find_bin
 
 from rolecast.errors import ConfigError
-from rolecast.store import LLM_CALL, MESSAGE, RUN_STARTED, RunEvent, RunStore
-from rolecast.store_postgres import PostgresRunStore
+from rolecast.runs.postgres import PostgresRunStore
+from rolecast.runs.store import LLM_CALL, MESSAGE, RUN_STARTED, RunEvent, RunStore
 
 pytestmark = [
     pytest.mark.postgres,
@@ -79,3 +79,19 @@ def test_a_store_travels_as_its_address_and_a_bad_one_is_a_typed_error(pg):
         PostgresRunStore(f"postgresql://nobody:secret@127.0.0.1:{pg.port + 1}/x", connect_timeout=2)
     except ConfigError as exc:
         assert "secret" not in str(exc)
+
+
+def test_the_runs_commands_read_a_postgresql_store_by_its_url(pg, capsys):
+    from rolecast.cli import main
+    from rolecast.runs import open_store
+
+    store = open_store(pg.dsn)
+    assert isinstance(store, PostgresRunStore)
+    store.append(RunEvent("by-url", RUN_STARTED, {"team": "T", "idea": "read me through the door"}))
+    store.append(RunEvent("by-url", MESSAGE, {"message": {"content": "hi", "sent_from": "Alice"}}, round=1))
+    store.close()
+    assert main(["runs", "list", "--store", pg.dsn]) == 0
+    listed = capsys.readouterr().out
+    assert "by-url" in listed and "read me through the door" in listed
+    assert main(["runs", "show", "by-url", "--store", pg.dsn]) == 0
+    assert "Alice" in capsys.readouterr().out

@@ -25,7 +25,7 @@ from studio_runs import HOSTILE, get, post
 
 from rolecast import studio
 from rolecast.errors import CapabilityMissing, ConfigError, UsageError
-from rolecast.store import MemoryRunStore, SQLiteRunStore
+from rolecast.runs import MemoryRunStore, SQLiteRunStore
 from rolecast.studio import server as studio_server
 from rolecast.studio import shape
 from rolecast.studio.source import RunSource, status_of
@@ -556,6 +556,30 @@ def test_status_of():
     assert status_of(1, ["budget"]) == "failed"
     assert status_of(2, ["n_round"]) == "running"  # resumed since it stopped
     assert status_of(1, [], waiting=True) == "waiting for approval"
+    assert status_of(1, [], held=False) == "interrupted"  # nobody holds it: its process died
+    assert status_of(1, [], held=None) == "running"  # a store that keeps no leases cannot tell
+    assert status_of(1, ["n_round"], held=False) == "finished"
+
+
+def test_a_run_whose_process_was_killed_shows_as_interrupted(runs):
+    """The run's lease names its process: once that process is gone (kill -9), the run is no longer running."""
+    run_id = "killed-" + os.urandom(4).hex()
+    writer = subprocess.Popen(studio_runs.live_command(runs["store"], run_id, rounds=20, delay=0.3),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    source = RunSource(runs["store"])
+    try:
+        deadline = time.time() + 30
+        while source.last_seq(run_id) < 3:
+            assert time.time() < deadline and writer.poll() is None
+            time.sleep(0.05)
+        assert source.run(run_id).status == "running"
+        writer.kill()
+        writer.wait(10)
+        assert source.run(run_id).status == "interrupted"
+        assert source.runs(status="interrupted")[0].run_id == run_id
+    finally:
+        writer.kill()
+        source.close()
 
 
 def test_shape_groups_a_concurrent_rounds_events_by_role():

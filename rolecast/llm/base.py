@@ -25,7 +25,7 @@ from ..cost import Reservation, estimate_tokens, max_prompt_tokens
 from ..errors import LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import Meter, current_meter
-from ..runlog import current_action
+from ..runs.log import current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request

@@ -7,7 +7,7 @@ log keeps a compact, readable summary of the request beside it (the last message
 the size), not the whole prompt: prompts carry the history and would make the log
 grow with the square of the run's length.
 
-The text hashed is :func:`~rolecast.runlog.fingerprint`'s — ``json.dumps(request,
+The text hashed is :func:`~rolecast.runs.log.fingerprint`'s — ``json.dumps(request,
 sort_keys=True, ensure_ascii=False, default=str)`` of ``{"kind", "messages", each parameter
 given}`` — byte for byte, so a run logged by an earlier version still resumes; it is put
 together here part by part, because every call pays for it: a chat message of a role and
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..runlog import canonical_json, quote_json
+from ..runs.log import canonical_json, quote_json
 from ..settings import LLMSettings
 
 REQUEST_PREVIEW = 2000  # characters of the last message kept in the log

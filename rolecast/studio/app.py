@@ -44,7 +44,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import CapabilityMissing, RolecastError, UsageError
 from . import shape
-from .source import MAX_PAGE, PAGE_SIZE, RUNNING, WAITING, RunSource
+from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, WAITING, RunSource
 
 HERE = Path(__file__).resolve().parent
 CSRF_FIELD = "csrf"
@@ -262,7 +262,7 @@ class Studio:
         rows = await asyncio.to_thread(self.source.runs, q, status)
         name = "_runs_rows.html" if request.query_params.get("fragment") == "rows" else "runs.html"
         return self.page(name, title="Runs", rows=rows, q=q, status=status,
-                         statuses=["running", "finished", "failed", WAITING])
+                         statuses=STATUSES)
 
     async def run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]

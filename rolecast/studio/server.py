@@ -18,10 +18,9 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable
-from pathlib import Path
 
 from ..errors import ConfigError
-from ..store import DEFAULT_STORE_PATH
+from ..runs import DEFAULT_STORE_PATH
 from .app import allowed_hosts, create_app
 from .source import RunSource
 
@@ -42,11 +41,9 @@ def access_token(host: str, given: str | None) -> str | None:
     return token
 
 
-def store_path(given: str | None) -> Path:
-    path = Path(given or os.environ.get("ROLECAST_STORE") or DEFAULT_STORE_PATH)
-    if not path.exists():
-        raise ConfigError(f"no run store at {path} (run a team first, or pass --store PATH)")
-    return path
+def store_location(given: str | None) -> str:
+    """The store to serve: ``--store`` (a path or a URL), else ``$ROLECAST_STORE``, else ./.rolecast/runs.db."""
+    return given or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
 
 
 async def serve(source: RunSource, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
@@ -82,12 +79,12 @@ async def serve(source: RunSource, *, host: str = "127.0.0.1", port: int = 8765,
 
 def run_command(args: argparse.Namespace) -> int:
     """``rolecast studio``: serve until Ctrl-C."""
-    path = store_path(args.store)
+    where = store_location(args.store)
     token = access_token(args.host, args.token)
-    source = RunSource(path)
+    source = RunSource(where)
 
     def ready(url: str) -> None:
-        print(f"rolecast studio: {url}  (store {path}; Ctrl-C stops it)", flush=True)
+        print(f"rolecast studio: {url}  (store {source.where}; Ctrl-C stops it)", flush=True)
         if token is not None:
             print(f"rolecast studio: access token {token} (every request must carry it)", flush=True)
         if args.open:
@@ -102,4 +99,4 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["access_token", "is_loopback", "run_command", "serve", "store_path"]
+__all__ = ["access_token", "is_loopback", "run_command", "serve", "store_location"]

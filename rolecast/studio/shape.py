@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import MESSAGE, ROUND_STARTED, RUN_STARTED
+from ..runs.events import MESSAGE, ROUND_STARTED, RUN_STARTED
 from .source import EventView, MessageEdge, MessageView
 
 #: colour classes (the stylesheet's ``role-0`` … ``role-7``); "user" and unknown senders are grey

@@ -3,9 +3,8 @@
 The web layer (:mod:`rolecast.studio.app`) never touches a store itself; it asks a
 :class:`RunSource` for plain values (:class:`RunRow`, :class:`EventView`, :class:`RoleTotals`,
 :class:`MessageEdge` …) and for the steering operations. Keeping it in one small module means
-the studio follows the run store wherever it goes (today :mod:`rolecast.store`; a runs package
-that opens stores by URL, forks runs and takes approvals from outside the process) by changing
-this file only.
+the studio follows the run store (:mod:`rolecast.runs`: stores opened by path or URL, leases;
+forks and approvals from outside the process as they come) by changing this file only.
 
 Reading is built for big runs: a page of events is one range read on the store's primary key
 ``(run_id, seq)``, and the totals a page shows (per role, the run list's tokens and cost) are
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CapabilityMissing, ConfigError, StoreError, UsageError
-from ..store import (
+from ..runs import (
     LLM_CALL,
     MESSAGE,
     RUN_STARTED,
@@ -40,7 +39,10 @@ from ..store import (
     TURN_FAILED,
     RunEvent,
     RunStore,
+    open_store,
 )
+from ..runs.lease import Holder, gone
+from ..runs.store import POSTGRES_SCHEMES
 
 ALL = "<all>"
 #: events on one page of a run (the rest is a click, or the JSON API, away)
@@ -52,6 +54,9 @@ SUMMARIES_KEPT = 256
 
 # a run's status, as the list and the run's header show it
 RUNNING, FINISHED, FAILED, WAITING = "running", "finished", "failed", "waiting for approval"
+#: started, never stopped, and no live process holds it: its process died (or it predates leases)
+INTERRUPTED = "interrupted"
+STATUSES = (RUNNING, WAITING, FINISHED, FAILED, INTERRUPTED)
 _FINISHED_REASONS = frozenset({"n_round", "idle"})
 
 
@@ -158,12 +163,14 @@ class PendingApproval:
     schema: dict[str, Any] | None = None
 
 
-def status_of(starts: int, stops: list[str | None], waiting: bool = False) -> str:
-    """A run's status from its log: the reason of its last stop, unless it started again since."""
+def status_of(starts: int, stops: list[str | None], waiting: bool = False, held: bool | None = True) -> str:
+    """A run's status from its log: the reason of its last stop, unless it started again since.
+    ``held``: whether a live process holds the run's lease (None: the store cannot tell); a run
+    that has not stopped and that nobody holds was interrupted."""
     if waiting:
         return WAITING
     if not stops or starts > len(stops):
-        return RUNNING
+        return INTERRUPTED if held is False else RUNNING
     reason = stops[-1] or ""
     return FINISHED if reason in _FINISHED_REASONS else FAILED
 
@@ -198,6 +205,11 @@ class RunSummary:
         self.totals: dict[str, RoleTotals] = {}
         self.messages: list[MessageView] = []
         self.calls: list[tuple[int, int, str, str, str]] = []
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped since it last started (its status is then its stop's, whoever holds it)."""
+        return bool(self.stops) and self.starts <= len(self.stops)
 
     def _totals(self, role: str) -> RoleTotals:
         row = self.totals.get(role)
@@ -243,8 +255,9 @@ class RunSummary:
 class RunSource:
     """The runs of one store, for the studio (see the module docstring).
 
-    ``store`` is a path to a SQLite run store (the studio opens it read-only: it never writes
-    the file another process is running into) or a :class:`~rolecast.store.RunStore`.
+    ``store`` is a path to a SQLite run store or a ``sqlite:///`` URL (the studio opens the file
+    read-only: it never writes the file a team is running into), a ``postgresql://`` URL, or a
+    :class:`~rolecast.runs.RunStore` (which stays its owner's to close).
     """
 
     def __init__(self, store: str | os.PathLike[str] | RunStore):
@@ -252,29 +265,36 @@ class RunSource:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._summaries: dict[str, RunSummary] = {}  # by run id, least recently used first
-        if isinstance(store, (str, os.PathLike)):
-            self.path: Path | None = Path(store)
+        #: the store as it may be shown (a URL's password hidden)
+        self.where = redact(os.fspath(store)) if isinstance(store, (str, os.PathLike)) else repr(store)
+        self.path: Path | None = None
+        if isinstance(store, (str, os.PathLike)) and not os.fspath(store).strip().startswith(POSTGRES_SCHEMES):
+            self.path = Path(sqlite_path(os.fspath(store)))
             if not self.path.exists():
-                raise ConfigError(f"no run store at {self.path} (run a team first, or pass --store PATH)")
+                raise ConfigError(f"no run store at {self.path} (run a team first, or pass --store PATH|URL)")
             try:
                 # read-only: a page view must never take the write lock from a running team
                 self._db = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False)
                 self._db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
             except sqlite3.Error as exc:
                 raise ConfigError(f"cannot read the run store {self.path}: {exc}") from exc
-        elif isinstance(store, RunStore):
-            self.path = getattr(store, "path", None)
-            self.store = store
+        elif isinstance(store, (str, os.PathLike, RunStore)):
+            self.store = open_store(store, read_only=True)  # a postgresql:// URL, or a store object
+            self.path = getattr(self.store, "path", None)
         else:
-            raise ConfigError(f"the studio reads a store path or a RunStore, not {type(store).__name__}")
+            raise ConfigError(f"the studio reads a store path, URL or RunStore, not {type(store).__name__}")
+        self._owned = not isinstance(store, RunStore)  # (closed by close())
 
     def __repr__(self) -> str:
-        return f"RunSource({str(self.path or self.store)!r})"
+        return f"RunSource({self.where!r})"
 
     def close(self) -> None:
+        """Close what this source opened (a store object it was given stays open: it is its owner's)."""
         if self._db is not None:
             self._db.close()
             self._db = None
+        elif self.store is not None and self._owned:
+            self.store.close()
 
     # ------------------------------------------------------------------ reading
     def _sql(self, query: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
@@ -316,7 +336,8 @@ class RunSource:
         parent, lineage = _lineage(first)
         return RunRow(
             summary.run_id,
-            status_of(summary.starts, summary.stops, bool(self.pending_approvals(summary.run_id, quiet=True))),
+            status_of(summary.starts, summary.stops, bool(self.pending_approvals(summary.run_id, quiet=True)),
+                      self.held(summary.run_id) if not summary.stopped else None),
             summary.stops[-1] if summary.stops else None, list(summary.roles), summary.last_round,
             sum(t.calls for t in totals), sum(t.tokens for t in totals), sum(t.cost for t in totals),
             summary.started, summary.ended, summary.events, idea=str(first.get("idea", "")),
@@ -404,6 +425,19 @@ class RunSource:
                     break
         return out
 
+    def held(self, run_id: str) -> bool | None:
+        """Whether a live process holds the run (its lease; see :mod:`rolecast.runs.lease`); None when
+        the store cannot say (a store of an earlier version, with no leases)."""
+        if self._db is not None:
+            try:
+                row = self._sql("SELECT host, pid, started, token, since, heartbeat FROM leases WHERE run_id = ?",
+                                (run_id,))
+            except StoreError:
+                return None  # no leases table: written before leases were
+            return bool(row) and not gone(Holder(*row[0]))
+        assert self.store is not None
+        return self.store.holder(run_id) is not None
+
     def last_seq(self, run_id: str) -> int:
         if self._db is not None:
             return int(self._sql("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,))[0][0] or 0)
@@ -458,9 +492,29 @@ class RunSource:
 
     def continue_command(self, run: RunRow) -> str:
         """What a person types (or runs) to continue ``run``: its script, run again with its id."""
-        store = shlex.quote(str(self.path)) if self.path else "<your store>"
+        store = shlex.quote(str(self.path) if self.path else self.where)
         return (f"ROLECAST_STORE={store} python your_script.py   "
                 f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+
+
+def redact(where: str) -> str:
+    """A store's path or URL as it may be printed or shown: a URL's password replaced by ``***``."""
+    scheme, sep, rest = where.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if sep and at and ":" in credentials:
+        return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
+    return where
+
+
+def sqlite_path(where: str) -> str:
+    """The file of a SQLite store given as a path or a ``sqlite:///`` URL (as :func:`~rolecast.runs.open_store`
+    reads it: ``sqlite:///rel.db`` is relative, ``sqlite:////abs.db`` absolute)."""
+    text = where.strip()
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://"):]
+        if text.startswith("/") and not text.startswith("//"):
+            text = text[1:]
+    return text
 
 
 def _lineage(started: dict[str, Any]) -> tuple[str | None, str]:
@@ -476,6 +530,7 @@ def _lineage(started: dict[str, Any]) -> tuple[str | None, str]:
 
 
 __all__ = [
-    "FAILED", "FINISHED", "PAGE_SIZE", "RUNNING", "WAITING", "EventView", "MessageEdge", "MessageView",
-    "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of", "status_of",
+    "FAILED", "FINISHED", "INTERRUPTED", "PAGE_SIZE", "RUNNING", "STATUSES", "WAITING", "EventView", "MessageEdge",
+    "MessageView", "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of", "redact", "sqlite_path",
+    "status_of",
 ]

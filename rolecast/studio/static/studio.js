@@ -66,7 +66,7 @@ function setupLive() {
       status.textContent = update.status;
       status.className = "badge " + update.status.replace(/ /g, "-");
     }
-    const over = update.status === "finished" || update.status === "failed";
+    const over = !["running", "waiting for approval"].includes(update.status);
     refreshPanels(over);
     if (over) {
       const note = document.getElementById("live-note");

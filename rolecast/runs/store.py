@@ -11,173 +11,53 @@ runtime's workers), each has a ``turn_started`` and a ``turn_finished`` event of
 The log is the single source of truth for resuming a run, replaying it with no model,
 and inspecting it (``rolecast runs ...``).
 
-:class:`RunStore` is deliberately narrow — ``append``, ``extend`` (a batch in one
-transaction), ``events``, ``runs``, ``close`` — so that a PostgreSQL store (for runs
-spread over several machines) implements the same five methods.
+:class:`~rolecast.runs.base.RunStore` is the interface every backend implements (five core
+methods, the other capabilities with defaults); :func:`open_store` is the one door from what a
+user passes (a path, a ``postgresql://`` URL, a store) to a store.
 :class:`SQLiteRunStore` is the embedded default: one file, WAL mode, one committed
-transaction per write, and a journal (:mod:`rolecast.journal`) that makes a model call
+transaction per write, and a journal (:mod:`rolecast.runs.journal`) that makes a model call
 durable with one copy, before the transaction that writes it. The run's
-:class:`~rolecast.runlog.RunLog` decides when to write: a model call answered is durable
+:class:`~rolecast.runs.log.RunLog` decides when to write: a model call answered is durable
 before its answer is used, so a crash (even ``kill -9``) loses at most the model calls in
 flight.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from loguru import logger
-from pydantic_core import to_json
 
-from . import journal as _journal
-from .errors import ConfigError, StoreError
+import rolecast.runs.journal as _journal
+
+from ..errors import ConfigError, RunInUse, StoreError, UsageError
+from .base import RunInfo, RunStore, run_infos
+from .events import (
+    CHECKPOINT,
+    DURABLE_KINDS,
+    EVENT_KINDS,
+    LLM_CALL,
+    MESSAGE,
+    ROUND_FINISHED,
+    ROUND_STARTED,
+    RUN_STARTED,
+    RUN_STOPPED,
+    TURN_FAILED,
+    TURN_FINISHED,
+    TURN_STARTED,
+    RunEvent,
+    encode_data,
+)
+from .lease import LEASE_TTL, Holder, gone
+from .postgres import PostgresRunStore
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
-
-# Event kinds, in the order a run writes them.
-RUN_STARTED = "run_started"
-ROUND_STARTED = "round_started"
-MESSAGE = "message"
-LLM_CALL = "llm_call"
-TURN_STARTED = "turn_started"
-TURN_FINISHED = "turn_finished"
-TURN_FAILED = "turn_failed"
-ROUND_FINISHED = "round_finished"
-RUN_STOPPED = "run_stopped"
-CHECKPOINT = "checkpoint"
-# Events the run log writes at once (a model call: before its answer is used). The others
-# ride with the next write: they are re-derived by re-executing the run, while a model call
-# (paid for) must never be lost once answered.
-DURABLE_KINDS = frozenset({RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT})
-EVENT_KINDS = (
-    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
-    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
-)
-
-
-class RunEvent:
-    """One record of a run's log.
-
-    ``data`` is the payload; ``text`` its JSON, which is what a store writes. An event made from
-    JSON text (``RunEvent(..., text=...)``: a message the writer encoded already, a record the log
-    encoded when it was logged) decodes ``data`` only when something reads it, and an event made
-    from ``data`` encodes its text once, when a store first asks."""
-
-    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "ts")
-
-    def __init__(
-        self, run_id: str, kind: str, data: dict[str, Any] | None = None, round: int = 0, role: str = "",
-        seq: int = 0, ts: float | None = None, *, text: str | None = None,
-    ):
-        self.run_id = run_id
-        self.kind = kind
-        self._data = data if data is not None or text is not None else {}
-        self._text = text
-        self.round = round
-        self.role = role
-        self.seq = seq  # assigned by the store on append
-        self.ts = time.time() if ts is None else ts
-
-    @property
-    def data(self) -> dict[str, Any]:
-        data = self._data
-        if data is None:
-            data = self._data = json.loads(self._text) if self._text is not None else {}
-        return data
-
-    @data.setter
-    def data(self, value: dict[str, Any]) -> None:
-        self._data, self._text = value, None
-
-    @property
-    def text(self) -> str:
-        """``data`` as JSON text (:func:`encode_data`): what a store writes."""
-        text = self._text
-        if text is None:
-            text = self._text = encode_data(self._data if self._data is not None else {})
-        return text
-
-    def seal(self) -> None:
-        """Encode ``data`` now and let the dict go (it is decoded again if read): an event waiting
-        to be written then holds one string, not a tree of objects for the collector to walk."""
-        if self._text is None:
-            self._text = encode_data(self._data if self._data is not None else {})
-        self._data = None
-
-    def __repr__(self) -> str:
-        return (f"RunEvent(run_id={self.run_id!r}, kind={self.kind!r}, data={self.data!r}, round={self.round!r}, "
-                f"role={self.role!r}, seq={self.seq!r}, ts={self.ts!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RunEvent):
-            return NotImplemented
-        return (self.run_id, self.kind, self.data, self.round, self.role, self.seq, self.ts) == (
-            other.run_id, other.kind, other.data, other.round, other.role, other.seq, other.ts)
-
-    __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-             "round": self.round, "role": self.role, "data": self.data},
-            ensure_ascii=False,
-        )
-
-
-def encode_data(data: dict[str, Any]) -> str:
-    """An event's payload as JSON text (what every store writes); anything JSON has no type for
-    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed."""
-    return to_json(data, fallback=str).decode()
-
-
-@dataclass
-class RunInfo:
-    """A run as ``rolecast runs list`` shows it."""
-
-    run_id: str
-    started: float
-    events: int
-    messages: int
-    llm_calls: int
-    last_round: int
-    stop_reason: str | None
-    team: str = ""
-    idea: str = ""
-
-
-@runtime_checkable
-class RunStore(Protocol):
-    """Where runs are logged. ``append`` and ``extend`` are durable when they return.
-
-    A store may also offer ``stage(events) -> bool``: make ``events`` durable now, cheaply, ahead of
-    the ``extend`` that writes them (and that the caller must make). :class:`SQLiteRunStore` does,
-    with its journal; the run log then never waits for a transaction before using a model's answer.
-    """
-
-    def append(self, event: RunEvent) -> RunEvent:
-        """Write ``event`` (its ``seq`` set to the next number of its run) and return it."""
-
-    def extend(self, events: Sequence[RunEvent]) -> None:
-        """Write ``events`` in order, all or none (one transaction), each ``seq`` set as by ``append``."""
-
-    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
-        """The events of ``run_id`` in order (only those of ``kinds`` when given)."""
-
-    def runs(self) -> list[RunInfo]:
-        """Every run in the store, newest first."""
-
-    def close(self) -> None:
-        """Release the store's resources."""
-
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -190,10 +70,19 @@ CREATE TABLE IF NOT EXISTS events (
     data   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    run_id    TEXT PRIMARY KEY,
+    host      TEXT NOT NULL,
+    pid       INTEGER NOT NULL,
+    started   REAL,
+    token     TEXT NOT NULL,
+    since     REAL NOT NULL,
+    heartbeat REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 
-class SQLiteRunStore:
+class SQLiteRunStore(RunStore):
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
 
     Each ``append`` or ``extend`` is one committed transaction (a batch of events is one
@@ -205,7 +94,7 @@ class SQLiteRunStore:
     them, and an event numbered meanwhile by another process is renumbered).
 
     :meth:`stage` makes events durable with one append to this process's journal
-    (:mod:`rolecast.journal`), ahead of the transaction that writes them; opening the store
+    (:mod:`rolecast.runs.journal`), ahead of the transaction that writes them; opening the store
     writes the events of a journal whose process died into the database. ``journal=False``
     (or a platform without POSIX file locks) keeps none: :meth:`stage` then returns False.
     """
@@ -233,6 +122,21 @@ class SQLiteRunStore:
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    @property
+    def in_memory(self) -> bool:
+        return str(self.path) == ":memory:" or str(self.path).startswith("file::memory:")
+
+    @property
+    def home(self) -> Path | None:  # type: ignore[override]
+        """The folder of the store's file (None for an in-memory database)."""
+        return None if self.in_memory else self.path.parent
+
+    def shared(self) -> Any:
+        """``("sqlite", absolute path)``: every process on this machine opens the same file."""
+        if self.in_memory:
+            raise UsageError("an in-memory SQLite store cannot be shared with other processes: give it a file")
+        return ("sqlite", str(self.path.resolve()))
 
     def _next_seq(self, run_id: str) -> int:
         seq = self._next.get(run_id)
@@ -389,6 +293,58 @@ class SQLiteRunStore:
             [(e.run_id, self._next_seq(e.run_id), e.ts, e.kind, e.round, e.role, e.text) for e in events],
         )
 
+    # ------------------------------------------------------------------ leases
+    def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("BEGIN IMMEDIATE")  # (the check and the take, one writer at a time)
+                current = self._lease_row(run_id)
+                if current is not None and current.token != holder.token and not gone(current, ttl=ttl):
+                    self._db.rollback()
+                    raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                                   heartbeat=current.heartbeat)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO leases (run_id, host, pid, started, token, since, heartbeat) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, holder.host, holder.pid, holder.started, holder.token, holder.since, holder.heartbeat),
+                )
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not take the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def _lease_row(self, run_id: str) -> Holder | None:
+        row = self._db.execute(
+            "SELECT host, pid, started, token, since, heartbeat FROM leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return None if row is None else Holder(*row)
+
+    def renew(self, run_id: str, holder: Holder) -> None:
+        with self._lock:
+            try:
+                self._db.execute("UPDATE leases SET heartbeat = ? WHERE run_id = ? AND token = ?",
+                                 (holder.heartbeat, run_id, holder.token))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not renew the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def release(self, run_id: str, holder: Holder) -> None:
+        with self._lock:
+            try:
+                self._db.execute("DELETE FROM leases WHERE run_id = ? AND token = ?", (run_id, holder.token))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not release the lease of run {run_id!r} in {self.path}: {exc}") from exc
+
+    def holder(self, run_id: str) -> Holder | None:
+        with self._lock:
+            self._db.commit()
+            current = self._lease_row(run_id)
+        return None if current is None or gone(current) else current
+
     def flush(self) -> None:
         """Nothing is left unwritten after ``append``/``extend``; kept for callers of earlier versions."""
         with self._lock:
@@ -441,11 +397,11 @@ class SQLiteRunStore:
             self._db.close()
 
 
-class MemoryRunStore:
+class MemoryRunStore(RunStore):
     """A run store in a list, for tests and for runs that need no file."""
 
     def __init__(self) -> None:
-        self._events: list[RunEvent] = []
+        self._events: list[RunEvent] = []  # (events of a run are in order; runs interleave)
         self._counts: dict[str, int] = {}  # events per run: the next seq without a scan
         self._lock = threading.Lock()
 
@@ -484,45 +440,75 @@ class MemoryRunStore:
     def close(self) -> None:
         pass
 
+    def shared(self) -> Any:
+        raise UsageError(
+            "an in-memory store cannot be shared with other processes: give Team(store=...) a PostgresRunStore "
+            "(or a SQLite file, on one machine)"
+        )
 
-def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
-    """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
-    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
-    infos = []
-    for run_id, started, count, messages, calls, last_round in rows:
-        first = next(store.events(run_id, [RUN_STARTED]), None)
-        stops = list(store.events(run_id, [RUN_STOPPED]))
-        infos.append(RunInfo(
-            run_id, started, count, messages or 0, calls or 0, last_round or 0,
-            stops[-1].data.get("reason") if stops else None,
-            team=first.data.get("team", "") if first else "",
-            idea=first.data.get("idea", "") if first else "",
-        ))
-    return infos
+
+#: the URL schemes :func:`open_store` reads as PostgreSQL
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def default_store() -> RunStore | None:
-    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, or ``none``/``off``
-    for no log), else ``./.rolecast/runs.db``."""
+    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, a ``postgresql://`` URL,
+    or ``none``/``off`` for no log), else ``./.rolecast/runs.db``."""
     configured = os.environ.get("ROLECAST_STORE", "").strip()
     if configured.lower() in ("none", "off", "0", "false"):
         return None
-    return SQLiteRunStore(configured or DEFAULT_STORE_PATH)
+    return open_store(configured or DEFAULT_STORE_PATH)
 
 
-def open_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
-    """A store from what a user passed: a path (SQLite), a store, or None (no store)."""
+def open_store(
+    store: str | os.PathLike[str] | RunStore | tuple[str, str] | None, *, read_only: bool = False,
+) -> RunStore | None:
+    """The one door to a run store, from what a user passed.
+
+    ``store`` is a store (returned as it is), None (no store), a ``postgresql://`` (or ``postgres://``)
+    URL, a ``sqlite:///path`` URL or a plain path to a SQLite file, or what :meth:`RunStore.shared`
+    gave. ``read_only``: for a reader (``rolecast runs list``): a SQLite file that does not exist is a
+    :class:`~rolecast.errors.ConfigError` instead of a new, empty store.
+    """
     if store is None or isinstance(store, RunStore):
         return store
-    if isinstance(store, (str, os.PathLike)):
-        return SQLiteRunStore(store)
-    raise ConfigError(f"store must be a path, a RunStore or None, not {type(store).__name__}")
+    if isinstance(store, tuple) and len(store) == 2 and store[0] == "sqlite":
+        store = store[1]
+    if isinstance(store, os.PathLike):
+        store = os.fspath(store)
+    if not isinstance(store, str):
+        raise ConfigError(f"store must be a path, a postgresql:// URL, a RunStore or None, not {type(store).__name__}")
+    text = store.strip()
+    if text.startswith(POSTGRES_SCHEMES):
+        return PostgresRunStore(text)
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://"):]
+        if text.startswith("/") and not text.startswith("//"):
+            text = text[1:] or ":memory:"  # sqlite:///rel.db is relative, sqlite:////abs.db absolute
+    if "://" in text:
+        raise ConfigError(f"unknown run store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
+    if read_only and text != ":memory:" and not os.path.exists(text):
+        raise ConfigError(f"no run store at {text} (run a team first, or pass --store PATH|URL)")
+    return SQLiteRunStore(text)
 
 
 __all__ = [
+    "CHECKPOINT",
     "DEFAULT_STORE_PATH",
+    "DURABLE_KINDS",
     "EVENT_KINDS",
+    "LLM_CALL",
+    "MESSAGE",
+    "POSTGRES_SCHEMES",
+    "ROUND_FINISHED",
+    "ROUND_STARTED",
+    "RUN_STARTED",
+    "RUN_STOPPED",
+    "TURN_FAILED",
+    "TURN_FINISHED",
+    "TURN_STARTED",
     "MemoryRunStore",
+    "PostgresRunStore",
     "RunEvent",
     "RunInfo",
     "RunStore",

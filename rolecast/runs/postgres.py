@@ -1,6 +1,6 @@
 """The run store on PostgreSQL, for runs whose roles are spread over several processes or machines.
 
-Same five methods as :class:`~rolecast.store.RunStore`. Every worker of a distributed
+Same five methods as :class:`~rolecast.runs.store.RunStore`. Every worker of a distributed
 run opens its own connection to the same database and appends to the same run; the
 sequence numbers of a run stay gapless and in append order because each append takes
 a transaction-scoped advisory lock on the run before numbering its event. Each append
@@ -17,8 +17,10 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .errors import ConfigError, StoreError
-from .store import LLM_CALL, MESSAGE, RunEvent, RunInfo, run_infos
+from ..errors import ConfigError, RunInUse, StoreError
+from .base import RunInfo, RunStore, run_infos
+from .events import LLM_CALL, MESSAGE, RunEvent
+from .lease import LEASE_TTL, Holder, gone
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (
@@ -32,6 +34,15 @@ CREATE TABLE IF NOT EXISTS rolecast_events (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS rolecast_events_kind ON rolecast_events (run_id, kind, seq);
+CREATE TABLE IF NOT EXISTS rolecast_leases (
+    run_id    TEXT PRIMARY KEY,
+    host      TEXT NOT NULL,
+    pid       INTEGER NOT NULL,
+    started   DOUBLE PRECISION,
+    token     TEXT NOT NULL,
+    since     DOUBLE PRECISION NOT NULL,
+    heartbeat DOUBLE PRECISION NOT NULL
+);
 """
 
 _APPEND = """
@@ -42,7 +53,7 @@ RETURNING seq
 """
 
 
-class PostgresRunStore:
+class PostgresRunStore(RunStore):
     """A run store in a PostgreSQL database (``dsn``: ``postgresql://user@host:port/db`` or key=value)."""
 
     def __init__(self, dsn: str, *, connect_timeout: float = 10.0):
@@ -104,6 +115,52 @@ class PostgresRunStore:
         for event, row in zip(events, seqs, strict=True):
             assert row is not None
             event.seq = int(row[0])
+
+    # ------------------------------------------------------------------ leases
+    def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("lease:" + run_id,))
+                    row = self._db.execute(
+                        "SELECT host, pid, started, token, since, heartbeat FROM rolecast_leases WHERE run_id = %s",
+                        (run_id,),
+                    ).fetchone()
+                    current = None if row is None else Holder(*row)
+                    if current is not None and current.token != holder.token and not gone(current, ttl=ttl):
+                        raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                                       heartbeat=current.heartbeat)
+                    self._db.execute(
+                        """INSERT INTO rolecast_leases (run_id, host, pid, started, token, since, heartbeat)
+                           VALUES (%s, %s, %s, %s, %s, %s, %s)
+                           ON CONFLICT (run_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
+                               started = EXCLUDED.started, token = EXCLUDED.token, since = EXCLUDED.since,
+                               heartbeat = EXCLUDED.heartbeat""",
+                        (run_id, holder.host, holder.pid, holder.started, holder.token, holder.since,
+                         holder.heartbeat),
+                    )
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not take the lease of run {run_id!r}: {exc}") from exc
+
+    def renew(self, run_id: str, holder: Holder) -> None:
+        self._query_write("UPDATE rolecast_leases SET heartbeat = %s WHERE run_id = %s AND token = %s",
+                          (holder.heartbeat, run_id, holder.token))
+
+    def release(self, run_id: str, holder: Holder) -> None:
+        self._query_write("DELETE FROM rolecast_leases WHERE run_id = %s AND token = %s", (run_id, holder.token))
+
+    def holder(self, run_id: str) -> Holder | None:
+        rows = self._query(
+            "SELECT host, pid, started, token, since, heartbeat FROM rolecast_leases WHERE run_id = %s", [run_id])
+        current = Holder(*rows[0]) if rows else None
+        return None if current is None or gone(current) else current
+
+    def _query_write(self, sql: str, params: Iterable[Any]) -> int:
+        with self._lock:
+            try:
+                return int(self._db.execute(sql, list(params)).rowcount or 0)
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
 
     def _query(self, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 from .store import (
     LLM_CALL,
     MESSAGE,

@@ -4,7 +4,7 @@ A model call's answer must be durable before it is used. Committing it to SQLite
 costs a transaction (about 20 µs of CPU in a tight loop, several times that inside a
 run: a WAL frame of whole pages, file locks); making each call wait for a shared
 transaction at the end of the event loop's turn (a group commit) suspends every caller.
-The journal does neither: :meth:`SQLiteRunStore.stage <rolecast.store.SQLiteRunStore.stage>`
+The journal does neither: :meth:`SQLiteRunStore.stage <rolecast.runs.store.SQLiteRunStore.stage>`
 copies the event into a file of this process, mapped into memory (``mmap``, shared), and
 returns; the event reaches the database with the log's next write, in order with the
 others, and the same transaction records how far the journal is now in the database (its
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from .errors import StoreError
+from ..errors import StoreError
 
 if TYPE_CHECKING:
-    from .store import RunEvent
+    from .events import RunEvent
 
 try:  # POSIX: a journal's owner holds an exclusive lock on it while it lives
     import fcntl
@@ -75,7 +75,7 @@ def directory_for(db: Path) -> Path:
     return db.with_name(db.name + ".journals")
 
 
-#: a string as JSON writes it (``rolecast.runlog.quote_json``, which imports this module's store)
+#: a string as JSON writes it (``rolecast.runs.log.quote_json``, which imports this module's store)
 _quote: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 

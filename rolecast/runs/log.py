@@ -2,7 +2,7 @@
 
 A :class:`RunLog` belongs to a team run. The bus, the role turns and the LLM seam
 call it where things happen (:meth:`RunLog.emit`, :meth:`RunLog.record_call`); it
-appends to the :class:`~rolecast.store.RunStore` *before* the effect, and passes each
+appends to the :class:`~rolecast.runs.store.RunStore` *before* the effect, and passes each
 event on to subscribers (a console, traces, your own code).
 
 Resume and replay are the same mechanism. Opening a log for a ``run_id`` the store
@@ -23,13 +23,13 @@ turn and are then written to the store together, in one transaction. In an in-pr
 round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
 messages — wait for the next write instead: a model call's, or the round's end, which is
 written before any of the round's messages is delivered. The events that cannot be
-re-derived (:data:`~rolecast.store.DURABLE_KINDS`: a failure, a round's end, the run's start
+re-derived (:data:`~rolecast.runs.store.DURABLE_KINDS`: a failure, a round's end, the run's start
 and stop, a checkpoint) are written at once. Outside an event loop every event is written
 at once.
 
 A model call's answer is never used before it is durable (:meth:`RunLog.log_call`). The
 SQLite store makes it durable at once, with one copy into its journal
-(:mod:`rolecast.journal`), and the database gets it with the turn's other events; a crash
+(:mod:`rolecast.runs.journal`), and the database gets it with the turn's other events; a crash
 (``kill -9``) then re-issues only the calls in flight. With a store that keeps no journal
 (PostgreSQL, memory), the calls answered in one turn of the event loop share one
 transaction (a group commit) that each waits for; a crash also re-issues those answered in
@@ -56,7 +56,8 @@ from typing import Any, Literal
 from loguru import logger
 from pydantic import BaseModel
 
-from .errors import ReplayMismatch, ReplayMissing, UsageError
+from ..errors import ReplayMismatch, ReplayMissing, UsageError
+from .lease import Lease
 from .store import (
     DURABLE_KINDS,
     LLM_CALL,
@@ -150,7 +151,7 @@ class RunLog:
 
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
-        durability: Durability = "batched",
+        durability: Durability = "batched", lease: bool = False,
     ):
         if durability not in DURABILITIES:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
@@ -174,7 +175,11 @@ class RunLog:
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
         self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         #: the store's ``stage`` (durable at once, written to the database with the next write), if it has one
-        self._stage: Callable[[Sequence[RunEvent]], bool] | None = getattr(store, "stage", None)
+        self._stage: Callable[[Sequence[RunEvent]], bool] | None = store.stage if store is not None else None
+        #: this process's hold on the run (one writer per run), with ``lease=True`` (a team's log)
+        self.lease: Lease | None = None
+        if store is not None and lease and mode != "replay":
+            self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
         if store is not None:
             self._load(store, after_seq)
 
@@ -201,6 +206,16 @@ class RunLog:
                 self.run_id, self.recorded_events, self.finished_rounds,
             )
 
+    def hold_lease(self) -> None:
+        """Take the run's lease again after :meth:`release_lease` (nothing when held, or without one)."""
+        if self.lease is not None:
+            self.lease.acquire()
+
+    def release_lease(self) -> None:
+        """Give the run's lease back (the team's run ended): another process may now write the run."""
+        if self.lease is not None:
+            self.lease.release()
+
     @property
     def idle(self) -> bool:
         """Nothing reads this log: no store, no subscriber, nothing recorded to answer from. Its
@@ -225,7 +240,7 @@ class RunLog:
     def emit(self, kind: str, data: dict[str, Any] | None = None, *, role: str = "", force: bool = False) -> RunEvent:
         """Log an event (unless it re-executes a recorded round), then tell the subscribers.
 
-        A :data:`~rolecast.store.DURABLE_KINDS` event is in the store when this returns (and its
+        A :data:`~rolecast.runs.store.DURABLE_KINDS` event is in the store when this returns (and its
         ``seq`` set); the others are written at the end of the event loop's turn."""
         event = RunEvent(self.run_id, kind, data or {}, self.round, role)
         if self.store is not None and (force or not self.resuming):
@@ -396,7 +411,7 @@ class RunLog:
     def log_call(self, role: str, data: dict[str, Any]) -> asyncio.Future[None] | None:
         """Log one answered model call, durably; a future to await before the answer is used, or None
         when it is durable already. A store with a journal
-        (:meth:`SQLiteRunStore.stage <rolecast.store.SQLiteRunStore.stage>`) makes it durable at once,
+        (:meth:`SQLiteRunStore.stage <rolecast.runs.store.SQLiteRunStore.stage>`) makes it durable at once,
         with one copy, and its database gets it with the other events at the end of this turn of the
         event loop; with another store, the calls answered in the same turn share one write, which each
         waits for (the future). ``durability="call"`` commits it alone, at once."""

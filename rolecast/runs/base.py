@@ -1,0 +1,142 @@
+"""The run store's interface: what every backend (SQLite, PostgreSQL, memory, yours) offers.
+
+A reader or writer of runs (the run log, ``Team``, the CLI, a web page) talks to a
+:class:`RunStore` and never asks which backend it is: every capability is a method here,
+with a default that says what a store without it does. A backend subclasses
+:class:`RunStore` and implements the five core methods — ``append``, ``extend``,
+``events``, ``runs``, ``close`` — and overrides the others where it can do better.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunInUse
+from .events import RUN_STARTED, RUN_STOPPED, RunEvent
+from .lease import LEASE_TTL, Holder, gone
+
+
+@dataclass
+class RunInfo:
+    """A run as ``rolecast runs list`` shows it."""
+
+    run_id: str
+    started: float
+    events: int
+    messages: int
+    llm_calls: int
+    last_round: int
+    stop_reason: str | None
+    team: str = ""
+    idea: str = ""
+
+
+class RunStore(ABC):
+    """Where runs are logged. ``append`` and ``extend`` are durable when they return.
+
+    The five abstract methods are what a backend must write; the others have defaults (see each).
+    """
+
+    #: a folder for the files that go beside the store (a failed run's checkpoint); None: the
+    #: default folder (``./.rolecast``)
+    home: Path | None = None
+
+    # ------------------------------------------------------------------ the core
+    @abstractmethod
+    def append(self, event: RunEvent) -> RunEvent:
+        """Write ``event`` (its ``seq`` set to the next number of its run) and return it."""
+
+    @abstractmethod
+    def extend(self, events: Sequence[RunEvent]) -> None:
+        """Write ``events`` in order, all or none (one transaction), each ``seq`` set as by ``append``."""
+
+    @abstractmethod
+    def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
+        """The events of ``run_id`` in order (only those of ``kinds`` when given)."""
+
+    @abstractmethod
+    def runs(self) -> list[RunInfo]:
+        """Every run in the store, newest first."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store's resources."""
+
+    # ------------------------------------------------------- with defaults
+    def stage(self, events: Sequence[RunEvent]) -> bool:
+        """Make ``events`` durable now, cheaply, ahead of the ``extend`` that writes them (which the
+        caller must still make). True when done; False (the default) when this store cannot: the
+        caller then ``extend``s them and waits. The SQLite store does it with its journal."""
+        return False
+
+    def flush(self) -> None:
+        """Make every write visible to other readers now (the default: they are already)."""
+        return None
+
+    def shared(self) -> Any:
+        """The store as other processes (a runtime's workers) can open it: a picklable value that
+        :func:`~rolecast.runs.store.open_store` turns back into a store. By default the store itself
+        (it must pickle: the PostgreSQL store pickles as its connection string)."""
+        return self
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether the store holds any event of ``run_id``."""
+        return next(self.events(run_id, [RUN_STARTED]), None) is not None or next(
+            self.events(run_id), None) is not None
+
+    # ------------------------------------------------------------ one writer per run
+    # The default keeps the leases in this object: enough for a store no other process opens
+    # (memory). The SQLite and PostgreSQL stores keep them in the database (see rolecast.runs.lease).
+    def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
+        """Take ``run_id``'s lease for ``holder``; :class:`~rolecast.errors.RunInUse` when a live holder
+        (see :func:`~rolecast.runs.lease.gone`) has it."""
+        leases = self.__dict__.setdefault("_leases", {})
+        current: Holder | None = leases.get(run_id)
+        if current is not None and current.token != holder.token and not gone(current, ttl=ttl):
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        leases[run_id] = holder
+
+    def renew(self, run_id: str, holder: Holder) -> None:
+        """Record ``holder``'s heartbeat (its lease stays its own)."""
+        self.__dict__.setdefault("_leases", {})[run_id] = holder
+
+    def release(self, run_id: str, holder: Holder) -> None:
+        """Give ``run_id``'s lease back, if ``holder`` has it."""
+        leases = self.__dict__.setdefault("_leases", {})
+        if run_id in leases and leases[run_id].token == holder.token:
+            del leases[run_id]
+
+    def holder(self, run_id: str) -> Holder | None:
+        """Who holds ``run_id``'s lease now (None: nobody, or a holder that is gone)."""
+        current: Holder | None = self.__dict__.get("_leases", {}).get(run_id)
+        return None if current is None or gone(current) else current
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
+    """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
+    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
+    infos = []
+    for run_id, started, count, messages, calls, last_round in rows:
+        first = next(store.events(run_id, [RUN_STARTED]), None)
+        stops = list(store.events(run_id, [RUN_STOPPED]))
+        infos.append(RunInfo(
+            run_id, started, count, messages or 0, calls or 0, last_round or 0,
+            stops[-1].data.get("reason") if stops else None,
+            team=first.data.get("team", "") if first else "",
+            idea=first.data.get("idea", "") if first else "",
+        ))
+    return infos
+
+
+__all__ = ["RunInfo", "RunStore", "run_infos"]
