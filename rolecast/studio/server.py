@@ -19,6 +19,8 @@ import threading
 import webbrowser
 from collections.abc import Callable
 
+import uvicorn  # (this module loads when a studio starts: rolecast.studio exports it lazily)
+
 from ..errors import ConfigError
 from ..runs import DEFAULT_STORE_PATH
 from .app import allowed_hosts, create_app
@@ -49,8 +51,6 @@ def store_location(given: str | None) -> str:
 async def serve(source: RunSource, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
                 on_ready: Callable[[str], None] | None = None) -> None:
     """Serve the studio until cancelled; ``on_ready(url)`` once it listens (the URL carries the token)."""
-    import uvicorn  # the studio extra, loaded when a server starts
-
     if token is None and not is_loopback(host):
         raise ConfigError(f"the studio listens on {host} (not loopback) only with an access token")
     app = create_app(source, token=token, hosts=allowed_hosts(host))
