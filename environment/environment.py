@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SerializeAsAny, model_valid
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
-from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, UsageError
+from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, RolecastError, UsageError
 from rolecast.models import Model
 from rolecast.runs.log import RunLog
 from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
@@ -360,7 +360,7 @@ class Environment(Model):
             if not isinstance(error, RolecastError):  # CancelledError, KeyboardInterrupt
                 raise error
         for _, error in errors:
-            if isinstance(error, (BudgetExceeded, UsageError)):
+            if isinstance(error, (BudgetExceeded, UsageError, ApprovalPending)):  # (a pause: the run waits)
                 raise error
         if self.on_error == "stop":
             raise errors[0][1]

@@ -18,9 +18,10 @@ from rolecast.config import Config
 from rolecast.console import RunConsole, open_console
 from rolecast.context import Context
 from rolecast.cost import CostManager
-from rolecast.errors import BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
+from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
+from rolecast.runs.lineage import Lineage, check_lineage, fork_run
 from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.runs.store import (
     CHECKPOINT,
@@ -55,8 +56,13 @@ def _runtime(runtime: str | Runtime | None) -> Runtime | None:
 DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
-    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability"}
+    {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
+     "reuse", "fork", "at"}
 )
+
+
+#: the exit status of a script whose run waits for an approval (``raise SystemExit(history.exit_code)``)
+EXIT_WAITING = 3
 
 
 class History(list[Message]):
@@ -65,7 +71,18 @@ class History(list[Message]):
     A list of :class:`~memory.Message`; its text (``str(history)``) is one message per
     line, and ``"text" in history`` looks for the text in it — as in MetaGPT, whose run
     history was that text.
+
+    ``status`` is ``"finished"``, or ``"waiting"`` when the run paused for a deferred approval
+    (:meth:`rolecast.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
+    script exits with (0, or :data:`EXIT_WAITING`).
     """
+
+    status: str = "finished"
+    pending: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_WAITING if self.status == "waiting" else 0
 
     def __str__(self) -> str:
         return "\n".join(str(m) for m in self)
@@ -126,6 +143,8 @@ class Team(Model):
 
     _store_spec: Any = PrivateAttr(default=None)
     _durability: Durability = PrivateAttr(default="batched")
+    _reuse: str | None = PrivateAttr(default=None)
+    _fork: tuple[str, int] | None = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
@@ -151,6 +170,9 @@ class Team(Model):
         store: Any = DEFAULT,
         run_id: str | None = None,
         durability: Durability = "batched",
+        reuse: str | None = None,
+        fork: str | None = None,
+        at: int | None = None,
         **data: Any,
     ):
         if on_error not in ("stop", "continue"):
@@ -158,6 +180,12 @@ class Team(Model):
         if durability not in DURABILITIES:
             raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
+        if fork is not None and reuse is not None:
+            raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
+        if (fork is None) != (at is None):
+            raise UsageError("Team(fork=RUN, at=ROUND): a fork needs both the run and the round")
+        if store is None and (fork is not None or reuse is not None):
+            raise UsageError("a fork or a rerun that reuses a run reads that run from a store: give Team(store=...)")
         if "investment" in data:
             data["investment"] = _check_budget_value(data["investment"])
         env = data.get("env")
@@ -184,6 +212,8 @@ class Team(Model):
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
         self._durability = durability
+        self._reuse = reuse
+        self._fork = None if fork is None or at is None else (fork, at)
         self._run_id = run_id or new_run_id()
         self._rounds = 0
         if roles:
@@ -202,7 +232,12 @@ class Team(Model):
         if log is None:
             spec = self._store_spec
             store = default_store() if spec is DEFAULT else open_store(spec)  # type: ignore[arg-type]
-            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability, lease=True)
+            if self._fork is not None and store is not None:
+                parent, at = self._fork
+                if not check_lineage(store, self._run_id, Lineage("fork", parent, at)):
+                    fork_run(store, parent, at, self._run_id)  # (the parent is only read)
+            log = RunLog(store, self._run_id, after_seq=self._log_after, durability=self._durability, lease=True,
+                         reuse=self._reuse)
             log.round = self._rounds
             self.env.set_run_log(log)
             self.context.run_log = log
@@ -332,6 +367,8 @@ class Team(Model):
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
         log = self.run_log
         log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
+        if not idea and not self.idea and not self.env.history.get() and log.recorded_idea:
+            idea = log.recorded_idea  # a resumed run (a fork) whose script gives no idea: the one it had
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -349,6 +386,13 @@ class Team(Model):
                 log.round = self._rounds
                 logger.debug("round {}", self._rounds)
                 await self._round(run_deadline)
+        except ApprovalPending as exc:  # a deferred approval: the run pauses here (not a failure)
+            reason = f"waiting: approval {exc.approval_id}"
+            waiting = History(self.env.history.get())
+            waiting.status, waiting.pending = "waiting", (exc.approval_id,)
+            logger.info("run {} waits for approval {} of {} by {}: rolecast runs approve {} {}", self.run_id,
+                        exc.approval_id, exc.name, exc.role, self.run_id, exc.approval_id)
+            return waiting
         except DeadlineExceeded:
             reason = "deadline"
             raise
@@ -366,7 +410,9 @@ class Team(Model):
             cm = self.cost_manager
             try:
                 log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                       "calls": cm.total.calls}, force=True)
+                                       "calls": cm.total.calls, "live_calls": log.live_calls,
+                                       "reused_calls": log.reused_calls, "saved_cost": log.saved_cost},
+                         force=True)
             finally:
                 log.release_lease()
         return History(self.env.history.get())
@@ -425,8 +471,12 @@ class Team(Model):
              "actions": [a.name for a in r.actions]}
             for r in self.env.roles.values()
         ]
-        return {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
-                "investment": self.investment, "n_round": n_round}
+        described = {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
+                     "investment": self.investment, "n_round": n_round}
+        lineage = self.run_log.lineage
+        if lineage is not None:
+            described["lineage"] = lineage
+        return described
 
     def run_sync(
         self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False

@@ -17,6 +17,7 @@ policy, a test), or a person at the terminal (:meth:`Approval.stdin`) — and th
     from rolecast.approval import Approval, approve, edit, reject
 
     Approval.stdin().install(team.context.hooks)          # ask at the terminal
+    Approval.deferred().install(team.context.hooks)       # pause the run; answer later: rolecast runs approve
     Approval(lambda call: reject("no network") if call.name == "fetch" else approve(),
              kinds={"tool", "action"}).install(team.context.hooks)
 """
@@ -31,8 +32,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from .errors import InvocationCancelled, UsageError
+from .errors import ApprovalPending, InvocationCancelled, UsageError
 from .hooks import Hooks, Invocation
+from .metering import current_meter
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,23 @@ class Approval:
                 inv.skip(f"The user rejected this call: {reason}")
 
     @classmethod
+    def deferred(
+        cls, *, kinds: set[str] | frozenset[str] = frozenset({"tool"}),
+        when: Callable[[Invocation], bool] | None = None,
+    ) -> Approval:
+        """An approval that waits, across processes, for a person's answer.
+
+        The first time a call needs approval its question is written to the run's log and the run
+        pauses: :class:`~rolecast.errors.ApprovalPending` ends the round, ``team.run`` returns a history
+        whose ``status`` is ``"waiting"`` (``history.pending`` names the approvals), and the process
+        may exit. Answer with ``rolecast runs approve RUN [ID]`` / ``reject RUN ID --why TEXT`` /
+        ``edit RUN ID --args JSON`` (or :func:`rolecast.runs.approvals.decide`), then run the script
+        again with the same ``run_id``: everything before the question is answered from the log, and
+        the call goes on as decided. Needs a run store (the answer comes from another process).
+        """
+        return cls(_DeferredAsker(), kinds=kinds, when=when)
+
+    @classmethod
     def stdin(
         cls, *, kinds: set[str] | frozenset[str] = frozenset({"tool"}),
         when: Callable[[Invocation], bool] | None = None, input: TextIO | None = None, output: TextIO | None = None,
@@ -124,6 +143,39 @@ def _as_decision(answer: Any) -> Decision:
     if isinstance(answer, bool):
         return approve() if answer else reject()
     raise UsageError(f"an approver must return a Decision (approve/edit/reject) or a bool, not {answer!r}")
+
+
+class _DeferredAsker:
+    """Answers from the run's log, or writes the question there and pauses the run."""
+
+    def __call__(self, inv: Invocation) -> Decision:
+        meter = current_meter()
+        log = meter.run_log
+        if log is None or log.store is None:
+            raise UsageError("Approval.deferred() needs a run store: the answer comes later, from another "
+                             "process (give the team a store, or use Approval.stdin())")
+        role = meter.role or ""
+        approval_id = log.approval_id(role)
+        decided = log.decision(approval_id)
+        if decided is not None:
+            verdict = decided.get("verdict")
+            if verdict == "edit":
+                return edit(decided.get("arguments") or {})
+            if verdict == "reject":
+                return reject(decided.get("reason") or "")
+            return approve()
+        function = inv.metadata.get("function")
+        schema = getattr(function, "json_schema", None)
+        log.request_approval(approval_id, {
+            "kind": inv.kind, "name": inv.name, "arguments": _plain(inv.arguments),
+            "schema": schema if isinstance(schema, dict) else {},
+        }, role=role)
+        raise ApprovalPending(log.run_id, approval_id, inv.name, role)
+
+
+def _plain(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as JSON can hold them (what a person reads and edits)."""
+    return json.loads(json.dumps(arguments, ensure_ascii=False, default=str))
 
 
 class _TerminalAsker:

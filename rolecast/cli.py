@@ -9,6 +9,7 @@
     rolecast runs show RUN        a run's timeline: rounds, messages, model calls, failures
     rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
     rolecast runs export RUN      the run's events as JSON lines
+    rolecast runs fork|approve|reject|edit|delete|prune …   see rolecast.runs.commands
     rolecast studio               a local web page over the run store (the studio extra)
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,7 @@ from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
 from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
-from .runs import inspection
-from .runs.store import DEFAULT_STORE_PATH, open_store
+from .runs import commands as runs_commands
 
 
 def _row(label: str, value: object) -> None:
@@ -105,40 +104,6 @@ async def _choose(prompt: str, n: int) -> int:
     return 0
 
 
-def _runs(args: argparse.Namespace) -> int:
-    where = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
-    store = open_store(where, read_only=True)
-    assert store is not None
-    try:
-        if args.runs_command == "list":
-            print(inspection.list_runs(store))
-        elif args.runs_command == "show":
-            print(inspection.show_run(store, args.run_id))
-        elif args.runs_command == "graph":
-            print(inspection.graph_run(store, args.run_id, args.format))
-        else:
-            for line in inspection.export_run(store, args.run_id):
-                print(line)
-    finally:
-        store.close()
-    return 0
-
-
-def _runs_parser(sub: Any) -> None:
-    runs = sub.add_parser("runs", help="inspect the runs in the run store")
-    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
-    for name, text in (("list", "list the runs"), ("show", "a run's timeline"),
-                       ("graph", "the message flow of a run"), ("export", "a run's events as JSON lines")):
-        cmd = runs_sub.add_parser(name, help=text)
-        cmd.add_argument("--store", metavar="PATH|URL",
-                         help="the run store: a SQLite file or a postgresql:// URL "
-                              "(default: $ROLECAST_STORE or ./.rolecast/runs.db)")
-        if name != "list":
-            cmd.add_argument("run_id")
-        if name == "graph":
-            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
     parser.add_argument("--version", action="version", version=f"rolecast {__version__}")
@@ -150,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does")
     choose.add_argument("prompt")
     choose.add_argument("n", type=int)
-    _runs_parser(sub)
+    runs_commands.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     args = parser.parse_args(argv)
 
@@ -161,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "ask":
             return asyncio.run(_ask(args.prompt))
         if args.command == "runs":
-            return _runs(args)
+            return runs_commands.run(args)
         if args.command == "studio":
             studio.require()
             return studio.run_command(args)

@@ -203,10 +203,11 @@ class BaseLLM(MetaGPTCalls, ABC):
         action = current_action() if log is not None else ""  # the action's name is for the log
         fp, summary = describe_request(kind, messages, **request) if log is not None else ("", {})
         if log is not None:
-            recorded = log.lookup(role, action, fp, summary)
+            recorded = log.answer(role, action, fp, summary)
             if recorded is not None:
-                result = cast(R, (result_type or Completion).from_json(recorded))
-                self._record(messages, result.usage, result.text)  # the run's totals span restarts
+                result = cast(R, (result_type or Completion).from_json(recorded[0]))
+                if recorded[1]:  # the run's totals span restarts (an answer reused from another run is free)
+                    self._record(messages, result.usage, result.text)
                 return result
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
         costs = meter.cost_manager

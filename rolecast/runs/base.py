@@ -9,14 +9,15 @@ with a default that says what a store without it does. A backend subclasses
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunInUse
-from .events import RUN_STARTED, RUN_STOPPED, RunEvent
+from ..errors import RunInUse, UsageError
+from .events import LINEAGE, RUN_STARTED, RUN_STOPPED, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 
 
@@ -33,6 +34,18 @@ class RunInfo:
     stop_reason: str | None
     team: str = ""
     idea: str = ""
+    #: where the run comes from (its lineage event): ``"fork"`` of ``parent`` at round ``at``, or
+    #: ``"reuse"`` (a rerun answering from ``parent``'s log); empty for a run of its own
+    relation: str = ""
+    parent: str = ""
+    at: int | None = None
+
+    @property
+    def origin(self) -> str:
+        """The lineage in words (empty for a run of its own)."""
+        if self.relation == "fork":
+            return f"fork of {self.parent} at round {self.at}"
+        return f"reuses {self.parent}" if self.relation == "reuse" else ""
 
 
 class RunStore(ABC):
@@ -83,6 +96,44 @@ class RunStore(ABC):
         (it must pickle: the PostgreSQL store pickles as its connection string)."""
         return self
 
+    # ------------------------------------------------------------ keeping it small
+    def delete(self, run_id: str) -> int:
+        """Delete run ``run_id``'s events (and its lease); how many. The default: this store cannot."""
+        raise UsageError(f"{type(self).__name__} cannot delete runs")
+
+    def vacuum(self) -> None:
+        """Give the space of deleted runs back to the file system (the default: nothing to do)."""
+        return None
+
+    def size(self) -> int | None:
+        """The store's size in bytes, when it can tell (the default: None)."""
+        return None
+
+    def prune(self, *, keep: int | None = None, older_than: float | None = None) -> list[str]:
+        """Delete every run but the newest ``keep``, and/or those started more than ``older_than``
+        seconds ago; never a run a live process holds. Then :meth:`vacuum`. The runs deleted."""
+        if keep is None and older_than is None:
+            raise UsageError("prune what? give keep=N (runs to keep) and/or older_than=SECONDS")
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
+            raise UsageError(f"keep is a number of runs, >= 0; not {keep!r}")
+        if older_than is not None and older_than < 0:
+            raise UsageError(f"older_than is a number of seconds, >= 0; not {older_than!r}")
+        runs = self.runs()  # newest first
+        doomed = set()
+        if keep is not None:
+            doomed |= {r.run_id for r in runs[keep:]}
+        if older_than is not None:
+            cutoff = time.time() - older_than
+            doomed |= {r.run_id for r in runs if r.started < cutoff}
+        deleted = []
+        for info in runs:
+            if info.run_id in doomed and self.holder(info.run_id) is None:
+                self.delete(info.run_id)
+                deleted.append(info.run_id)
+        if deleted:
+            self.vacuum()
+        return deleted
+
     def has_run(self, run_id: str) -> bool:
         """Whether the store holds any event of ``run_id``."""
         return next(self.events(run_id, [RUN_STARTED]), None) is not None or next(
@@ -130,11 +181,14 @@ def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]
     for run_id, started, count, messages, calls, last_round in rows:
         first = next(store.events(run_id, [RUN_STARTED]), None)
         stops = list(store.events(run_id, [RUN_STOPPED]))
+        lineage = next(store.events(run_id, [LINEAGE]), None)
+        origin = lineage.data if lineage is not None else {}
         infos.append(RunInfo(
             run_id, started, count, messages or 0, calls or 0, last_round or 0,
             stops[-1].data.get("reason") if stops else None,
             team=first.data.get("team", "") if first else "",
             idea=first.data.get("idea", "") if first else "",
+            relation=origin.get("relation", ""), parent=origin.get("parent", ""), at=origin.get("at"),
         ))
     return infos
 

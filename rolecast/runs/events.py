@@ -22,13 +22,21 @@ TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
 RUN_STOPPED = "run_stopped"
 CHECKPOINT = "checkpoint"
+#: where a run comes from: a fork of another run at a round, or a rerun reusing another's answers
+LINEAGE = "lineage"
+#: a deferred approval asked (the run pauses there) / answered (by a person, later, in any process)
+APPROVAL_REQUESTED = "approval_requested"
+APPROVAL_DECIDED = "approval_decided"
 # Events the run log writes at once (a model call: before its answer is used). The others
 # ride with the next write: they are re-derived by re-executing the run, while a model call
 # (paid for) must never be lost once answered.
-DURABLE_KINDS = frozenset({RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT})
+DURABLE_KINDS = frozenset({
+    RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED,
+    APPROVAL_DECIDED,
+})
 EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
-    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT,
+    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED,
 )
 
 
@@ -108,6 +116,21 @@ def encode_data(data: dict[str, Any]) -> str:
 
 
 __all__ = [
-    "CHECKPOINT", "DURABLE_KINDS", "EVENT_KINDS", "LLM_CALL", "MESSAGE", "ROUND_FINISHED", "ROUND_STARTED",
-    "RUN_STARTED", "RUN_STOPPED", "TURN_FAILED", "TURN_FINISHED", "TURN_STARTED", "RunEvent", "encode_data",
+    "APPROVAL_DECIDED",
+    "APPROVAL_REQUESTED",
+    "CHECKPOINT",
+    "DURABLE_KINDS",
+    "EVENT_KINDS",
+    "LINEAGE",
+    "LLM_CALL",
+    "MESSAGE",
+    "ROUND_FINISHED",
+    "ROUND_STARTED",
+    "RUN_STARTED",
+    "RUN_STOPPED",
+    "TURN_FAILED",
+    "TURN_FINISHED",
+    "TURN_STARTED",
+    "RunEvent",
+    "encode_data",
 ]

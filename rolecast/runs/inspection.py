@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
-from .store import (
+from .base import RunStore
+from .events import (
+    LINEAGE,
     LLM_CALL,
     MESSAGE,
     ROUND_STARTED,
@@ -20,7 +22,6 @@ from .store import (
     RUN_STOPPED,
     TURN_FAILED,
     RunEvent,
-    RunStore,
 )
 
 ALL = "<all>"
@@ -48,8 +49,9 @@ def list_runs(store: RunStore) -> str:
     lines = [f"{'run id':<26} {'started':<19} {'rounds':>6} {'messages':>8} {'calls':>6}  stop      idea"]
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
+        origin = f"  ({r.origin})" if r.origin else ""
         lines.append(f"{r.run_id:<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
-                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}")
+                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}{origin}")
     return "\n".join(lines)
 
 
@@ -66,7 +68,14 @@ def _describe(event: RunEvent) -> str | None:
         to = ", ".join(m.get("send_to") or [ALL])
         action = str(m.get("cause_by", "")).rsplit(".", 1)[-1]
         return f"  {m.get('sent_from') or '?'} → {to} [{action}]: {_short(m.get('content', ''))}"
+    if event.kind == LINEAGE:
+        if d.get("relation") == "fork":
+            return f"run {event.run_id}: fork of {d.get('parent')} at round {d.get('at')}"
+        return f"run {event.run_id}: reuses the answers of {d.get('parent')}"
     if event.kind == LLM_CALL:
+        if "reused" in d:
+            return (f"    model {d.get('model')} for {event.role}/{d.get('action')}: reused from "
+                    f"{d['reused'].get('run')} (saved ${d['reused'].get('cost', 0):.6f})")
         if d.get("error"):
             return f"    model call by {event.role} in {d.get('action')} failed: {_short(d['error'])}"
         usage = d.get("response", {}).get("usage", {})
@@ -82,8 +91,33 @@ def _describe(event: RunEvent) -> str | None:
 
 
 def show_run(store: RunStore, run_id: str) -> str:
-    """A readable timeline: rounds, messages (who to whom, which action), model calls, failures."""
-    return "\n".join(line for e in _events(store, run_id) if (line := _describe(e)) is not None)
+    """A readable timeline: rounds, messages (who to whom, which action), model calls, failures; for a
+    fork or a rerun, its origin first and, last, its model calls: live, reused, and the cost saved."""
+    events = _events(store, run_id)
+    lines = [line for e in events if (line := _describe(e)) is not None]
+    origin = next((e.data for e in events if e.kind == LINEAGE), None)
+    if origin is not None:
+        live, reused, saved = call_counts(events)
+        parent = origin.get("parent")
+        lines.append(f"model calls: {live} live, {reused} reused from {parent} (saved ${saved:.6f})"
+                     if origin.get("relation") == "reuse" else
+                     f"model calls: {live} live after round {origin.get('at')}; rounds up to it are {parent}'s")
+    return "\n".join(lines)
+
+
+def call_counts(events: list[RunEvent]) -> tuple[int, int, float]:
+    """(live calls, calls reused from another run, what the reused ones cost that run) of a run's events."""
+    live = reused = 0
+    saved = 0.0
+    for e in events:
+        if e.kind != LLM_CALL or e.data.get("error"):
+            continue
+        if "reused" in e.data:
+            reused += 1
+            saved += float(e.data["reused"].get("cost") or 0.0)
+        else:
+            live += 1
+    return live, reused, saved
 
 
 def _flow(events: list[RunEvent]) -> tuple[list[str], list[tuple[int, str, str, str]]]:
@@ -154,4 +188,4 @@ def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     return per_role
 
 
-__all__ = ["export_run", "graph_run", "list_runs", "run_summary", "show_run"]
+__all__ = ["call_counts", "export_run", "graph_run", "list_runs", "run_summary", "show_run"]

@@ -57,16 +57,19 @@ from loguru import logger
 from pydantic import BaseModel
 
 from ..errors import ReplayMismatch, ReplayMissing, UsageError
-from .lease import Lease
-from .store import (
+from .base import RunStore
+from .events import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
     DURABLE_KINDS,
+    LINEAGE,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
     RUN_STARTED,
     RunEvent,
-    RunStore,
 )
+from .lease import Lease
 
 Mode = Literal["record", "resume", "replay"]
 #: when a model call is committed: with the other calls answered in the same turn of the event
@@ -144,6 +147,10 @@ class RecordedCall:
     request: dict[str, Any]
     response: dict[str, Any]
     seq: int
+    cost: float = 0.0
+    model: str = ""
+    #: answered from another run's log (reuse), not paid for in this one
+    reused: bool = False
 
 
 class RunLog:
@@ -151,7 +158,7 @@ class RunLog:
 
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
-        durability: Durability = "batched", lease: bool = False,
+        durability: Durability = "batched", lease: bool = False, reuse: str | None = None,
     ):
         if durability not in DURABILITIES:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
@@ -170,6 +177,24 @@ class RunLog:
         self.finished_rounds = 0
         self.recorded_events = 0
         self.served_calls = 0
+        #: model calls answered from the parent's log (``reuse=``), what they cost the parent, and the
+        #: calls that went to a model in this process
+        self.reused_calls = 0
+        self.saved_cost = 0.0
+        self.live_calls = 0
+        #: a fork's rounds 1 … ``pinned_rounds`` are its parent's: served in each role's order even
+        #: when the script asks something else now (see rolecast.runs.lineage)
+        self.pinned_rounds = 0
+        self.lineage: dict[str, Any] | None = None
+        #: the idea the run was started with (a fork's or a resumed run's script may leave it out)
+        self.recorded_idea = ""
+        #: the run whose answers this one reuses, and those answers not used yet, by (role, action, fingerprint)
+        self.reuse = reuse
+        self._reuse: dict[tuple[str, str, str], deque[RecordedCall]] = {}
+        #: deferred approvals: asked (id -> the request's data) and answered (id -> the decision's data)
+        self.approvals_asked: dict[str, dict[str, Any]] = {}
+        self.approvals_decided: dict[str, dict[str, Any]] = {}
+        self._approval_counts: dict[str, int] = {}
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
@@ -182,10 +207,21 @@ class RunLog:
             self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
         if store is not None:
             self._load(store, after_seq)
+            if reuse is not None:
+                self._load_reuse(store, reuse)
 
     # ------------------------------------------------------------------ loading
     def _load(self, store: RunStore, after_seq: int) -> None:
         for event in store.events(self.run_id):
+            if event.kind == LINEAGE:  # (where the run comes from: not something to re-execute)
+                self.lineage = event.data
+                if event.data.get("relation") == "fork":
+                    self.pinned_rounds = int(event.data.get("at") or 0)
+                continue
+            if event.kind == APPROVAL_REQUESTED:
+                self.approvals_asked[event.data["id"]] = event.data
+            elif event.kind == APPROVAL_DECIDED:
+                self.approvals_decided[event.data["id"]] = event.data
             if event.seq <= after_seq:
                 continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
@@ -193,11 +229,14 @@ class RunLog:
                 data = event.data
                 self._calls[event.role].append(RecordedCall(
                     event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                    data["response"], event.seq,
+                    data["response"], event.seq, data.get("cost", 0.0), data.get("model", ""),
+                    reused="reused" in data,
                 ))
             elif event.kind == MESSAGE:
                 message = event.data["message"]
                 self._messages[message.get("sent_from", "")].append(message)
+            elif event.kind == RUN_STARTED and not self.recorded_idea:
+                self.recorded_idea = str(event.data.get("idea") or "")
             elif event.kind == ROUND_FINISHED:
                 self.finished_rounds = max(self.finished_rounds, event.round)
         if self.recorded_events:
@@ -205,6 +244,36 @@ class RunLog:
                 "run {}: {} recorded event(s), {} finished round(s); replaying them before going on",
                 self.run_id, self.recorded_events, self.finished_rounds,
             )
+
+    def _load_reuse(self, store: RunStore, parent: str) -> None:
+        """The parent's answered calls, less those this run used already (a rerun resumed), by key."""
+        if parent == self.run_id:
+            raise UsageError("a run cannot reuse itself: run it again with the same run_id to resume it")
+        if self.lineage is not None and (self.lineage.get("relation"), self.lineage.get("parent")) != (
+                "reuse", parent):
+            raise UsageError(f"run {self.run_id!r} exists already with another origin ({self.lineage}); "
+                             f"give the rerun that reuses {parent!r} a new run id")
+        if self.recorded_events and self.lineage is None:
+            raise UsageError(f"run {self.run_id!r} exists already as a run of its own: give the rerun that "
+                             f"reuses {parent!r} a new run id")
+        used = {
+            e.data["reused"]["seq"] for e in store.events(self.run_id, [LLM_CALL]) if "reused" in e.data
+        }
+        found = 0
+        for event in store.events(parent, [LLM_CALL]):
+            data = event.data
+            if data.get("error") or event.seq in used:
+                continue
+            found += 1
+            call = RecordedCall(event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
+                                data["response"], event.seq, data.get("cost", 0.0), data.get("model", ""))
+            self._reuse.setdefault((event.role, call.action, call.fingerprint), deque()).append(call)
+        if not found and not used and not store.has_run(parent):
+            raise UsageError(f"no run {parent!r} in the store to reuse")
+        if self.lineage is None:
+            self.lineage = {"relation": "reuse", "parent": parent}
+            self.emit(LINEAGE, self.lineage, force=True)
+        logger.info("run {}: {} answered call(s) of run {} to reuse", self.run_id, found, parent)
 
     def hold_lease(self) -> None:
         """Take the run's lease again after :meth:`release_lease` (nothing when held, or without one)."""
@@ -379,14 +448,26 @@ class RunLog:
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The recorded answer to this call, or None when the log holds no more calls for ``role``.
+        """The recorded answer to this call, or None when the log holds no more calls for ``role``
+        (see :meth:`answer`)."""
+        found = self.answer(role, action, fp, request)
+        return None if found is None else found[0]
 
-        Raises :class:`ReplayMismatch` when the log holds calls for ``role`` but none with
-        this request, and :class:`ReplayMissing` in replay mode when it holds none at all.
+    def answer(self, role: str, action: str, fp: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool] | None:
+        """The logged answer to this call and whether this run pays for it; None: ask the model.
+
+        In this order: the run's own next recorded call of ``role`` with this request (a resume; paid
+        for, once, in this run's totals — unless it was itself reused); in a fork's pinned rounds, the
+        role's next recorded call whatever it asked (the past is the parent's); the parent's answer to
+        the same role, action and request (``reuse=``; not paid for: counted in ``reused_calls`` and
+        ``saved_cost``, and logged in this run with ``"reused"``). Else :class:`ReplayMismatch` when the
+        log holds calls for ``role`` but none with this request, :class:`ReplayMissing` in replay mode
+        when it holds none at all, and None (a live call) otherwise.
         """
         key = role or ""
-        if not self._calls and self.mode != "replay":  # a new run: nothing recorded to meet again
+        if not self._calls and not self._reuse and self.mode != "replay":  # nothing recorded to meet again
             return None
+        reused: RecordedCall | None = None
         with self._lock:
             pending = self._calls.get(key)
             if pending:
@@ -394,15 +475,50 @@ class RunLog:
                     if call.fingerprint == fp:
                         del pending[i]
                         self.served_calls += 1
-                        return call.response
+                        return call.response, not call.reused
+                if self.pinned_rounds and self.round <= self.pinned_rounds:
+                    call = pending.pop(0)
+                    self.served_calls += 1
+                    logger.info("run {}: round {} is its parent's; {} in {} is served the parent's answer to "
+                                "another request", self.run_id, self.round, key, action)
+                    return call.response, not call.reused
+            queue = self._reuse.get((key, action, fp))
+            if queue:
+                reused = queue.popleft()
+                self.reused_calls += 1
+                self.saved_cost += reused.cost
+            elif pending:
                 first = pending[0]
                 raise ReplayMismatch(
                     role=key, action=action, recorded=first.request, asked=request,
                     recorded_action=first.action, run_id=self.run_id,
                 )
+        if reused is not None:
+            self._log_reused(key, reused)
+            return reused.response, False
         if self.mode == "replay":
             raise ReplayMissing(role=key, action=action, asked=request, run_id=self.run_id)
         return None
+
+    def _log_reused(self, role: str, call: RecordedCall) -> None:
+        """A call answered from the parent's log, in this run's log (so that the run reads whole and a
+        resume of it finds it), with what it cost the parent; it waits for the next write (it can be
+        re-derived: a crash before then reuses it again)."""
+        data = {
+            "action": call.action, "model": call.model, "fingerprint": call.fingerprint, "request": call.request,
+            "response": call.response, "cost": 0.0, "latency": 0.0,
+            "reused": {"run": self.reuse, "seq": call.seq, "cost": call.cost},
+        }
+        event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
+        if self.store is not None:
+            if not self._subscribers:
+                event.seal()
+            with self._lock:
+                self._pending.append(event)
+            if not self._held:
+                self._flush_soon()
+        if self._subscribers:
+            self._tell(event)
 
     def record_call(self, role: str, data: dict[str, Any]) -> None:
         """Log one model call (answered, or failed with ``data["error"]``): in the store on return."""
@@ -415,6 +531,7 @@ class RunLog:
         with one copy, and its database gets it with the other events at the end of this turn of the
         event loop; with another store, the calls answered in the same turn share one write, which each
         waits for (the future). ``durability="call"`` commits it alone, at once."""
+        self.live_calls += 1
         if self.durability == "call":
             self.record_call(role, data)
             return None
@@ -437,6 +554,32 @@ class RunLog:
         written = self.log_call(role, data)
         if written is not None:
             await written
+
+    # -------------------------------------------------------------- approvals
+    def approval_id(self, role: str) -> str:
+        """The id of ``role``'s next deferred approval in this process: ``"<role>-<n>"``. A rerun asks its
+        roles' approvals again in the same order, so each meets the id (and the answer) it had."""
+        with self._lock:
+            n = self._approval_counts[role] = self._approval_counts.get(role, 0) + 1
+        return f"{role or 'run'}-{n}"
+
+    def decision(self, approval_id: str) -> dict[str, Any] | None:
+        """The answer to a deferred approval: from the log as loaded, else read again from the store
+        (another process may have answered since); None while it waits."""
+        found = self.approvals_decided.get(approval_id)
+        if found is None and self.store is not None:
+            for event in self.store.events(self.run_id, [APPROVAL_DECIDED]):
+                self.approvals_decided.setdefault(event.data["id"], event.data)
+            found = self.approvals_decided.get(approval_id)
+        return found
+
+    def request_approval(self, approval_id: str, data: dict[str, Any], *, role: str = "") -> None:
+        """Log a deferred approval's question (once: a rerun that meets it again writes nothing)."""
+        if approval_id in self.approvals_asked:
+            return
+        asked = {**data, "id": approval_id, "role": role, "round": self.round}
+        self.approvals_asked[approval_id] = asked
+        self.emit(APPROVAL_REQUESTED, asked, role=role, force=True)
 
     def pending_calls(self) -> int:
         """Recorded calls not met again yet."""

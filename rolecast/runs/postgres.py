@@ -155,6 +155,22 @@ class PostgresRunStore(RunStore):
         current = Holder(*rows[0]) if rows else None
         return None if current is None or gone(current) else current
 
+    def delete(self, run_id: str) -> int:
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        count = self._query_write("DELETE FROM rolecast_events WHERE run_id = %s", (run_id,))
+        self._query_write("DELETE FROM rolecast_leases WHERE run_id = %s", (run_id,))
+        return count
+
+    def vacuum(self) -> None:
+        self._query_write("VACUUM rolecast_events", ())  # (the connection autocommits: VACUUM may run)
+
+    def size(self) -> int | None:
+        rows = self._query("SELECT pg_total_relation_size('rolecast_events')", [])
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
     def _query_write(self, sql: str, params: Iterable[Any]) -> int:
         with self._lock:
             try:

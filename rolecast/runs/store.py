@@ -345,6 +345,42 @@ class SQLiteRunStore(RunStore):
             current = self._lease_row(run_id)
         return None if current is None or gone(current) else current
 
+    # ------------------------------------------------------------ keeping it small
+    def delete(self, run_id: str) -> int:
+        """Delete the run's events and lease; :class:`~rolecast.errors.RunInUse` while a live process
+        holds it. The file keeps its size until :meth:`vacuum`."""
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            try:
+                count = self._db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
+                self._db.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not delete run {run_id!r} from {self.path}: {exc}") from exc
+            self._next.pop(run_id, None)
+        return int(count or 0)
+
+    def vacuum(self) -> None:
+        """``VACUUM`` (the file shrinks to what it holds), then a WAL checkpoint that truncates the log."""
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not vacuum the run store {self.path}: {exc}") from exc
+
+    def size(self) -> int | None:
+        """The database file plus its write-ahead log, in bytes."""
+        if self.in_memory:
+            return None
+        return sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + "-wal"))
+                   if p.exists())
+
     def flush(self) -> None:
         """Nothing is left unwritten after ``append``/``extend``; kept for callers of earlier versions."""
         with self._lock:
@@ -424,21 +460,27 @@ class MemoryRunStore(RunStore):
 
     def runs(self) -> list[RunInfo]:
         ids = list(dict.fromkeys(e.run_id for e in self._events))
-        out = []
+        rows = []
         for run_id in reversed(ids):
             events = list(self.events(run_id))
-            stops = [e for e in events if e.kind == RUN_STOPPED]
-            start = next((e for e in events if e.kind == RUN_STARTED), None)
-            out.append(RunInfo(
-                run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
-                sum(e.kind == LLM_CALL for e in events), max(e.round for e in events),
-                stops[-1].data.get("reason") if stops else None,
-                team=start.data.get("team", "") if start else "", idea=start.data.get("idea", "") if start else "",
-            ))
-        return out
+            rows.append((run_id, events[0].ts, len(events), sum(e.kind == MESSAGE for e in events),
+                         sum(e.kind == LLM_CALL for e in events), max(e.round for e in events)))
+        return run_infos(self, rows)
 
     def close(self) -> None:
         pass
+
+    def delete(self, run_id: str) -> int:
+        current = self.holder(run_id)
+        if current is not None:
+            raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
+                           heartbeat=current.heartbeat)
+        with self._lock:
+            kept = [e for e in self._events if e.run_id != run_id]
+            count = len(self._events) - len(kept)
+            self._events = kept
+            self._counts.pop(run_id, None)
+        return count
 
     def shared(self) -> Any:
         raise UsageError(

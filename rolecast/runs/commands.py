@@ -1,0 +1,159 @@
+"""``rolecast runs …``: the command line of the runs package (``rolecast.cli`` hands it the arguments).
+
+    rolecast runs list                        the runs, newest first (with each one's origin)
+    rolecast runs show RUN                    a run's timeline; a fork's or rerun's origin and savings
+    rolecast runs graph RUN                   who said what to whom (--format mermaid|dot)
+    rolecast runs export RUN                  the run's events as JSON lines
+    rolecast runs fork RUN --at ROUND [--run-id NEW]
+                                              a new run whose rounds 1 … ROUND are RUN's
+    rolecast runs approvals RUN               the run's deferred approvals, answered or pending
+    rolecast runs approve RUN [ID]            answer a deferred approval: run the call as asked
+    rolecast runs reject RUN ID --why TEXT    … do not run it (the agent is told why)
+    rolecast runs edit RUN ID --args JSON     … run it with these arguments (checked against the tool's schema)
+    rolecast runs delete RUN                  delete a run (not one a live process holds)
+    rolecast runs prune --keep N | --older-than 30d
+                                              delete old runs, then give the space back (VACUUM)
+
+Each takes ``--store PATH|URL`` (a SQLite file or a ``postgresql://`` URL; default
+``$ROLECAST_STORE`` or ``./.rolecast/runs.db``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from typing import Any
+
+from ..errors import UsageError
+from . import inspection
+from .approvals import approvals, decide
+from .lineage import fork_run
+from .store import DEFAULT_STORE_PATH, open_store
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration(text: str) -> float:
+    """Seconds from ``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (or a plain number of days)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text or "")
+    if match is None:
+        raise UsageError(f"a duration such as 30d, 12h or 90m, not {text!r}")
+    return float(match.group(1)) * _UNITS[match.group(2) or "d"]
+
+
+def add_parser(sub: Any) -> None:
+    """The ``runs`` command and its subcommands, on ``rolecast``'s subparsers."""
+    runs = sub.add_parser("runs", help="inspect, fork, answer and prune the runs in the run store")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    helps = {
+        "list": "list the runs", "show": "a run's timeline", "graph": "the message flow of a run",
+        "export": "a run's events as JSON lines", "fork": "a new run whose first rounds are another's",
+        "approvals": "a run's deferred approvals", "approve": "approve a deferred call",
+        "reject": "reject a deferred call", "edit": "run a deferred call with other arguments",
+        "delete": "delete a run", "prune": "delete old runs and give the space back",
+    }
+    for name, text in helps.items():
+        cmd = runs_sub.add_parser(name, help=text)
+        cmd.add_argument("--store", metavar="PATH|URL",
+                         help="the run store: a SQLite file or a postgresql:// URL "
+                              "(default: $ROLECAST_STORE or ./.rolecast/runs.db)")
+        if name not in ("list", "prune"):
+            cmd.add_argument("run_id")
+        if name == "graph":
+            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+        elif name == "fork":
+            cmd.add_argument("--at", type=int, required=True, metavar="ROUND", help="the last round taken over")
+            cmd.add_argument("--run-id", dest="new_run_id", help="the fork's run id (default: a fresh one)")
+        elif name == "approve":
+            cmd.add_argument("approval_id", nargs="?", help="which approval (default: the only pending one)")
+        elif name in ("reject", "edit"):
+            cmd.add_argument("approval_id")
+            if name == "reject":
+                cmd.add_argument("--why", default="", help="the reason the agent is told")
+            else:
+                cmd.add_argument("--args", required=True, dest="arguments", metavar="JSON",
+                                 help="the call's arguments, a JSON object")
+        elif name == "prune":
+            cmd.add_argument("--keep", type=int, metavar="N", help="keep the newest N runs")
+            cmd.add_argument("--older-than", dest="older_than", metavar="AGE",
+                             help="delete runs started more than AGE ago (30d, 12h, 90m)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``rolecast runs …``; the exit status."""
+    where = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
+    store = open_store(where, read_only=True)
+    assert store is not None
+    command = args.runs_command
+    try:
+        if command == "list":
+            print(inspection.list_runs(store))
+        elif command == "show":
+            print(inspection.show_run(store, args.run_id))
+        elif command == "graph":
+            print(inspection.graph_run(store, args.run_id, args.format))
+        elif command == "export":
+            for line in inspection.export_run(store, args.run_id):
+                print(line)
+        elif command == "fork":
+            new = fork_run(store, args.run_id, args.at, args.new_run_id)
+            print(new)
+            print(f"run {new} is a fork of {args.run_id} at round {args.at}: run your script with "
+                  f"Team(run_id={new!r}) to go on from there", file=sys.stderr)
+        elif command == "approvals":
+            print(_approvals_text(store, args.run_id))
+        elif command in ("approve", "reject", "edit"):
+            verdict = command
+            arguments = _json_object(args.arguments) if command == "edit" else None
+            decision = decide(store, args.run_id, args.approval_id, verdict, arguments=arguments,
+                              reason=getattr(args, "why", ""), by=f"rolecast runs {command}")
+            print(f"approval {decision['id']} of run {args.run_id}: {verdict}; run the script again with "
+                  f"run_id={args.run_id!r} to go on")
+        elif command == "delete":
+            count = store.delete(args.run_id)
+            if not count:
+                raise UsageError(f"no run {args.run_id!r} in the store")
+            print(f"deleted run {args.run_id} ({count} events)")
+        elif command == "prune":
+            before = store.size()
+            older = duration(args.older_than) if args.older_than is not None else None
+            deleted = store.prune(keep=args.keep, older_than=older)
+            after = store.size()
+            sizes = f"; the store {_mib(before)} -> {_mib(after)}" if before is not None and after is not None else ""
+            print(f"deleted {len(deleted)} run(s){sizes}")
+    finally:
+        store.close()
+    return 0
+
+
+def _mib(size: int | None) -> str:
+    return "?" if size is None else f"{size / 2**20:.2f} MiB"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise UsageError("--args is a JSON object of the call's arguments, such as '{\"x\": 1}'")
+    return value
+
+
+def _approvals_text(store: Any, run_id: str) -> str:
+    found = approvals(store, run_id)
+    if not found:
+        return f"run {run_id} asked no approval"
+    lines = []
+    for a in found:
+        decision = a["decision"]
+        state = "pending" if decision is None else decision["verdict"]
+        lines.append(f"{a['id']:<16} {state:<8} {a.get('role', '')}: {a.get('kind', '')} {a.get('name', '')} "
+                     f"{json.dumps(a.get('arguments', {}), ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+__all__ = ["add_parser", "duration", "run"]
