@@ -10,8 +10,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   ├── NestedEventLoopError    a sync helper was called inside a running loop
     │   ├── PlanEditError           a plan edit names a task that is not (or already) there
-    │   ├── DataError               saved data (a message, a memory, a plan file) cannot be read
-    │   └── CapabilityMissing       the installed rolecast cannot do this (yet): what is missing is named
+    │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── WorkerLost              a runtime worker died and could not be brought back
@@ -91,16 +90,6 @@ class PlanEditError(UsageError, AssertionError):
 
     Also an ``AssertionError``, which is what MetaGPT's plan raises there.
     """
-
-
-class CapabilityMissing(UsageError):
-    """Something asked for a capability this installation does not have (the studio's steering
-    buttons before the run store can take an approval from outside the run, say); ``capability``
-    names it, so a caller can tell it from a mistake of its own."""
-
-    def __init__(self, capability: str, detail: str = ""):
-        self.capability = capability
-        super().__init__(f"{capability}: not available in this rolecast" + (f" ({detail})" if detail else ""))
 
 
 class DataError(UsageError):
@@ -368,7 +357,6 @@ __all__ = [
     "ActionFailed",
     "ApprovalPending",
     "BudgetExceeded",
-    "CapabilityMissing",
     "ConfigError",
     "ControlFlow",
     "DataError",

@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from actions import Action, UserRequirement
+from actions import Action, UserRequirement, calculator
 from environment import Team
 from memory import Message
+from rolecast.approval import Approval
 from rolecast.errors import RunError
+from rolecast.llm.base import Completion, ToolCall
 from rolecast.runs import (
     LLM_CALL,
     MESSAGE,
@@ -36,7 +38,7 @@ from rolecast.runs import (
     SQLiteRunStore,
 )
 from rolecast.testing import FunctionLLM, ScriptedLLM
-from roles import Role
+from roles import Role, ToolAgent
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -135,6 +137,28 @@ async def failing(store: str | Path) -> str:
     except (RunError, RuntimeError):
         pass
     return team.run_id
+
+
+def calculator_model() -> FunctionLLM:
+    """Asks the calculator for 6 * 7, then answers with what the tool said."""
+
+    def answer(messages: list[dict[str, Any]]) -> Completion:
+        if any(m.get("role") == "tool" for m in messages):
+            return Completion(text=f"The answer is {messages[-1]['content']}.")
+        return Completion(text="", tool_calls=[ToolCall("c1", "calculator", '{"expression": "6 * 7"}')])
+
+    return FunctionLLM(answer)
+
+
+async def needs_approval(store: str | Path, run_id: str) -> tuple[str, list[str]]:
+    """A tool agent whose calculator call waits for a person's approval (deferred: the run pauses and
+    this returns); run it again under the same id once the approval is answered, and it goes on.
+    The history's status and its messages."""
+    agent = ToolAgent(name="Calc", tools=[calculator], style="function_calling")
+    team = Team(llm=calculator_model(), roles=[agent], store=str(store), run_id=run_id)
+    Approval.deferred().install(team.context.hooks)
+    history = await team.run(n_round=2, idea="What is 6 * 7?")
+    return history.status, [m.content for m in history]
 
 
 def big_run(store: str | Path, events: int = 10_000, run_id: str = "big-10k") -> str:

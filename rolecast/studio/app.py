@@ -29,6 +29,7 @@ import asyncio
 import hmac
 import json
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -42,9 +43,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import CapabilityMissing, RolecastError, UsageError
+from ..errors import RolecastError, UsageError
 from . import shape
-from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, WAITING, RunSource
+from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, RunSource
 
 HERE = Path(__file__).resolve().parent
 CSRF_FIELD = "csrf"
@@ -247,6 +248,12 @@ class Studio:
         self.csrf = csrf
         self.templates = _templates()
 
+    def warm(self) -> None:
+        """Compile every template now (about 0.2 s of CPU), so that the first page a person opens
+        does not wait for it; run in a thread of its own as the server starts."""
+        for name in self.templates.list_templates():
+            self.templates.get_template(name)
+
     def page(self, name: str, http_status: int = 200, **values: Any) -> HTMLResponse:
         html = self.templates.get_template(name).render(csrf=self.csrf, csrf_field=CSRF_FIELD, **values)
         return HTMLResponse(html, status_code=http_status)
@@ -274,7 +281,7 @@ class Studio:
             values = await asyncio.to_thread(self._run_values, run_id, after)
         except RolecastError as exc:
             return self.error(exc)
-        return self.page("run.html", **values)
+        return self.page("run.html", decided=request.query_params.get("decided", ""), **values)
 
     def _run_values(self, run_id: str, after: int) -> dict[str, Any]:
         source = self.source
@@ -282,19 +289,14 @@ class Studio:
         events = source.events(run_id, after, PAGE_SIZE)
         messages = source.messages(run_id)
         starts = source.page_starts(run_id)
-        try:
-            pending = source.pending_approvals(run_id)
-            steering_note = ""
-        except CapabilityMissing as exc:
-            pending, steering_note = [], str(exc)
+        pending = source.pending_approvals(run_id)
         last = events[-1].seq if events else after
         return {
             "title": f"Run {run_id}", "run": run, "groups": shape.group(events), "after": after,
             "colours": shape.colours(run.roles), "totals": sorted(source.role_totals(run_id), key=lambda t: t.role),
             "graph": shape.graph(source.edges(messages), run.roles), "pages": starts, "page_size": PAGE_SIZE,
-            "last_seq": last, "at_end": last >= source.last_seq(run_id), "live": run.status in (RUNNING, WAITING),
-            "pending": pending,
-            "steering_note": steering_note, "continue_command": source.continue_command(run),
+            "last_seq": last, "at_end": last >= source.last_seq(run_id), "live": run.status == RUNNING,
+            "pending": pending, "fork_at": run.fork_at, "continue_command": source.continue_command(run),
             "message_count": len(messages),
         }
 
@@ -335,7 +337,8 @@ class Studio:
                 if events:
                     after = events[-1].seq
                     row = await asyncio.to_thread(self.source.run, run_id)
-                    html = template.render(groups=shape.group(events), colours=colours, continued=True)
+                    html = template.render(groups=shape.group(events), colours=colours, continued=True,
+                                           fork_at=run.fork_at)
                     payload = json.dumps({"last": after, "status": row.status, "events": row.events,
                                           "calls": row.calls, "tokens": row.tokens, "html": html})
                     yield f"id: {after}\nevent: events\ndata: {payload}\n\n"
@@ -386,15 +389,11 @@ class Studio:
                     raise UsageError(f"the edited arguments are not JSON: {exc}") from exc
                 if not isinstance(arguments, dict):
                     raise UsageError("the edited arguments must be a JSON object of argument names and values")
-            if verdict == "reject" and not reason.strip():
-                raise UsageError("a rejection needs a reason (the role is told it)")
             await asyncio.to_thread(self.source.decide, run_id, approval_id, verdict, reason=reason,
                                     arguments=arguments)
-        except CapabilityMissing as exc:
-            return self.error(exc, 501)
         except RolecastError as exc:
             return self.error(exc, 400)
-        return RedirectResponse(f"/runs/{run_id}#steer", status_code=303)
+        return RedirectResponse(f"/runs/{run_id}?decided={approval_id}#steer", status_code=303)
 
     async def fork(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -405,8 +404,6 @@ class Studio:
             except ValueError as exc:
                 raise UsageError("fork at a round: a whole number") from exc
             new_id = await asyncio.to_thread(self.source.fork, run_id, at_round)
-        except CapabilityMissing as exc:
-            return self.error(exc, 501)
         except RolecastError as exc:
             return self.error(exc, 400)
         return RedirectResponse(f"/runs/{new_id}", status_code=303)
@@ -448,10 +445,13 @@ class Studio:
 
 
 def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str, ...] | None = ("127.0.0.1",),
-               csrf: str | None = None) -> ASGIApp:
+               csrf: str | None = None, warm: bool = True) -> ASGIApp:
     """The studio as an ASGI app over ``source``. ``hosts``: the ``Host`` names it answers to (None:
-    any); ``token``: the access token every request must carry (None: none needed)."""
+    any); ``token``: the access token every request must carry (None: none needed); ``warm``:
+    compile the templates in a background thread at once."""
     studio = Studio(source, csrf=csrf or secrets.token_urlsafe(24))
+    if warm:
+        threading.Thread(target=studio.warm, name="rolecast-studio-warm", daemon=True).start()
     routes = [
         Route("/", studio.runs),
         Route("/compare", studio.compare),

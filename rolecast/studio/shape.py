@@ -80,16 +80,13 @@ def group(events: list[EventView]) -> list[RoundGroup]:
     return rounds
 
 
-def source_of(call: dict[str, Any]) -> str:
-    """Whether a logged model call was asked of the model (``live``), answered from a log (``replayed``)
-    or carried over from a parent run (``reused``), as the call's record says; live when it says nothing
-    (a log holds only the calls its own run asked)."""
-    source = call.get("source") or call.get("origin")
-    if source in ("live", "replayed", "reused"):
-        return str(source)
-    if call.get("reused") or call.get("reused_from"):
+def source_of(call: dict[str, Any], round: int = 0, fork_at: int | None = None) -> str:
+    """Where a logged model call's answer came from: ``live`` (asked of the model), ``reused`` (a
+    rerun answered it from its parent's log: ``data["reused"]``) or ``replayed`` (a fork's rounds
+    1 … ``fork_at`` are its parent's calls, copied, and answered from the log when the fork runs)."""
+    if call.get("reused"):
         return "reused"
-    if call.get("replayed"):
+    if fork_at is not None and round <= fork_at:
         return "replayed"
     return "live"
 

@@ -12,10 +12,10 @@ summed by SQLite's ``json_extract`` over the run's model calls, not by decoding 
 Python. For a store that is not a SQLite file (the in-memory store the tests use), the same
 answers come from its ``events()`` iterator.
 
-Steering (answering a pending approval, forking at a round) needs the run store to accept
-decisions from outside the running process. Until it does, those operations raise
-:class:`~rolecast.errors.CapabilityMissing`, naming what is missing; the page shows that message
-on the button's form instead of pretending.
+Steering goes through the runs package too: an approval a run waits for is answered with
+:func:`rolecast.runs.approvals.decide` (an ``approval_decided`` event; the run goes on when its
+script runs again under its id), and a fork is :func:`rolecast.runs.lineage.fork_run`. For those
+two steps only, the store is opened to write.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ import shlex
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import CapabilityMissing, ConfigError, StoreError, UsageError
+from ..errors import ConfigError, StoreError, UsageError
 from ..runs import (
     LLM_CALL,
     MESSAGE,
@@ -41,7 +42,11 @@ from ..runs import (
     RunStore,
     open_store,
 )
+from ..runs.approvals import VERDICTS
+from ..runs.approvals import decide as decide_approval
+from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, LINEAGE
 from ..runs.lease import Holder, gone
+from ..runs.lineage import fork_run
 from ..runs.store import POSTGRES_SCHEMES
 
 ALL = "<all>"
@@ -56,7 +61,9 @@ SUMMARIES_KEPT = 256
 RUNNING, FINISHED, FAILED, WAITING = "running", "finished", "failed", "waiting for approval"
 #: started, never stopped, and no live process holds it: its process died (or it predates leases)
 INTERRUPTED = "interrupted"
-STATUSES = (RUNNING, WAITING, FINISHED, FAILED, INTERRUPTED)
+#: stopped for a deferred approval that has been answered since: its script, run again, goes on
+PAUSED = "paused"
+STATUSES = (RUNNING, WAITING, PAUSED, FINISHED, FAILED, INTERRUPTED)
 _FINISHED_REASONS = frozenset({"n_round", "idle"})
 
 
@@ -81,6 +88,8 @@ class RunRow:
     parent: str | None = None
     lineage: str = ""
     failures: int = 0
+    #: a fork's round: its events of rounds 1 … this were copied from the parent (None: not a fork)
+    fork_at: int | None = None
 
     @property
     def duration(self) -> float:
@@ -161,6 +170,7 @@ class PendingApproval:
     name: str
     arguments: dict[str, Any]
     schema: dict[str, Any] | None = None
+    round: int = 0
 
 
 def status_of(starts: int, stops: list[str | None], waiting: bool = False, held: bool | None = True) -> str:
@@ -172,6 +182,8 @@ def status_of(starts: int, stops: list[str | None], waiting: bool = False, held:
     if not stops or starts > len(stops):
         return INTERRUPTED if held is False else RUNNING
     reason = stops[-1] or ""
+    if reason.startswith("waiting"):
+        return PAUSED
     return FINISHED if reason in _FINISHED_REASONS else FAILED
 
 
@@ -205,6 +217,10 @@ class RunSummary:
         self.totals: dict[str, RoleTotals] = {}
         self.messages: list[MessageView] = []
         self.calls: list[tuple[int, int, str, str, str]] = []
+        #: a fork's or a rerun's origin: its lineage event's data
+        self.lineage: dict[str, Any] = {}
+        #: deferred approvals asked and not answered yet, by id
+        self.pending: dict[str, PendingApproval] = {}
 
     @property
     def stopped(self) -> bool:
@@ -250,6 +266,15 @@ class RunSummary:
                     self.roles = [str(r.get("name", "?")) for r in self.first_start.get("roles", [])]
             elif kind == RUN_STOPPED:
                 self.stops.append((facts or {}).get("reason"))
+            elif kind == LINEAGE:
+                self.lineage = facts or {}
+            elif kind == APPROVAL_REQUESTED and facts:
+                key = str(facts.get("id", ""))
+                self.pending[key] = PendingApproval(
+                    key, str(facts.get("role", role)), str(facts.get("kind", "tool")), str(facts.get("name", "")),
+                    facts.get("arguments") or {}, facts.get("schema"), int(facts.get("round", rnd) or 0))
+            elif kind == APPROVAL_DECIDED and facts:
+                self.pending.pop(str(facts.get("id", "")), None)
 
 
 class RunSource:
@@ -265,6 +290,7 @@ class RunSource:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._summaries: dict[str, RunSummary] = {}  # by run id, least recently used first
+        self._location = store if isinstance(store, RunStore) else os.fspath(store)
         #: the store as it may be shown (a URL's password hidden)
         self.where = redact(os.fspath(store)) if isinstance(store, (str, os.PathLike)) else repr(store)
         self.path: Path | None = None
@@ -333,15 +359,16 @@ class RunSource:
     def _row(self, summary: RunSummary) -> RunRow:
         first = summary.first_start
         totals = summary.totals.values()
-        parent, lineage = _lineage(first)
+        parent, lineage = _lineage(summary.lineage)
         return RunRow(
             summary.run_id,
-            status_of(summary.starts, summary.stops, bool(self.pending_approvals(summary.run_id, quiet=True)),
+            status_of(summary.starts, summary.stops, bool(summary.pending),
                       self.held(summary.run_id) if not summary.stopped else None),
             summary.stops[-1] if summary.stops else None, list(summary.roles), summary.last_round,
             sum(t.calls for t in totals), sum(t.tokens for t in totals), sum(t.cost for t in totals),
             summary.started, summary.ended, summary.events, idea=str(first.get("idea", "")),
             team=str(first.get("team", "")), parent=parent, lineage=lineage, failures=sum(t.failures for t in totals),
+            fork_at=summary.lineage.get("at") if summary.lineage.get("relation") == "fork" else None,
         )
 
     def summary(self, run_id: str) -> RunSummary:
@@ -375,6 +402,8 @@ class RunSource:
                             WHEN 'message' THEN json_extract(data, '$.message.sent_from', '$.message.send_to',
                                  '$.message.cause_by')
                             WHEN 'run_started' THEN data WHEN 'run_stopped' THEN data WHEN 'turn_failed' THEN data
+                            WHEN 'lineage' THEN data WHEN 'approval_requested' THEN data
+                            WHEN 'approval_decided' THEN data
                           END,
                           CASE kind WHEN 'message' THEN substr(json_extract(data, '$.message.content'), 1, 2000) END
                    FROM events WHERE run_id = ? AND seq > ? ORDER BY seq""", (run_id, after))
@@ -395,7 +424,7 @@ class RunSource:
                 m = d.get("message", {})
                 facts = [m.get("sent_from"), m.get("send_to"), m.get("cause_by")]
                 content = str(m.get("content", ""))[:2000]
-            elif e.kind in (RUN_STARTED, RUN_STOPPED, TURN_FAILED):
+            elif e.kind in (RUN_STARTED, RUN_STOPPED, TURN_FAILED, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED):
                 facts = d
             yield e.seq, e.ts, e.kind, e.round, e.role, facts, content
 
@@ -469,29 +498,48 @@ class RunSource:
         return list(self.summary(run_id).calls)
 
     # ----------------------------------------------------------------- steering
-    def pending_approvals(self, run_id: str, *, quiet: bool = False) -> list[PendingApproval]:
-        """The approvals ``run_id`` is waiting for. The store keeps none today (approvals are asked
-        inside the running process): an empty list when ``quiet``, else :class:`CapabilityMissing`."""
-        if quiet:
-            return []
-        raise CapabilityMissing("deferred approvals", "the run store cannot hold an approval for a person "
-                                "outside the running process to answer yet")
+    def pending_approvals(self, run_id: str) -> list[PendingApproval]:
+        """The deferred approvals ``run_id`` waits for (asked in its log, not answered yet), in order."""
+        return list(self.summary(run_id).pending.values())
+
+    @contextmanager
+    def _writable(self) -> Iterator[RunStore]:
+        """The store, opened to write for one steering step (the studio reads it read-only otherwise;
+        ``read_only=True`` here only means: a file that is not there is an error, not a new store)."""
+        if self.store is not None and not self._owned:
+            yield self.store  # a store object the studio was given: its owner's, written as it is
+            return
+        store = open_store(str(self.path) if self.path is not None else self._location, read_only=True)
+        assert store is not None
+        try:
+            yield store
+        finally:
+            store.close()
 
     def decide(self, run_id: str, approval_id: str, verdict: str, *, reason: str = "",
-               arguments: dict[str, Any] | None = None) -> None:
-        """Answer a pending approval: ``approve``, ``reject`` (with a reason) or ``edit`` (with arguments)."""
-        if verdict not in ("approve", "reject", "edit"):
+               arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Answer a pending approval: ``approve``, ``reject`` (with a reason) or ``edit`` (with arguments,
+        checked against the tool's schema); the decision written. The run goes on when its script runs
+        again under its id (:meth:`continue_command`)."""
+        if verdict not in VERDICTS:
             raise UsageError(f"an approval is answered with approve, reject or edit, not {verdict!r}")
         if verdict == "edit" and not isinstance(arguments, dict):
             raise UsageError("an edit gives the call's arguments as a JSON object")
-        raise CapabilityMissing("deferred approvals", "answering an approval from outside the run")
+        if verdict == "reject" and not reason.strip():
+            raise UsageError("a rejection needs a reason (the role is told it)")
+        with self._writable() as store:
+            return decide_approval(store, run_id, approval_id, verdict, reason=reason,
+                                   arguments=arguments if verdict == "edit" else None, by="rolecast studio")
 
     def fork(self, run_id: str, at_round: int) -> str:
-        """A new run that starts as ``run_id`` was at the end of round ``at_round``; its id."""
-        raise CapabilityMissing("fork", "the run store cannot copy a run up to a round yet")
+        """A new run that starts as ``run_id`` was at the end of round ``at_round`` (its events of rounds
+        1 … ``at_round`` copied after a lineage event; the parent is only read); its id."""
+        with self._writable() as store:
+            return fork_run(store, run_id, at_round)
 
     def continue_command(self, run: RunRow) -> str:
-        """What a person types (or runs) to continue ``run``: its script, run again with its id."""
+        """How a person continues ``run``: its script, run again under its id (the logged rounds, or a
+        fork's copied ones, are answered from the log; a decided approval goes on as decided)."""
         store = shlex.quote(str(self.path) if self.path else self.where)
         return (f"ROLECAST_STORE={store} python your_script.py   "
                 f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
@@ -517,20 +565,19 @@ def sqlite_path(where: str) -> str:
     return text
 
 
-def _lineage(started: dict[str, Any]) -> tuple[str | None, str]:
-    """The parent run and how this run came from it, as the run's start records it (a fork or a
-    re-run names its parent there); ``(None, "")`` for a run of its own."""
-    for key, how in (("forked_from", "fork"), ("fork_of", "fork"), ("reused_from", "reuse"), ("parent", "parent")):
-        value = started.get(key)
-        if isinstance(value, dict):
-            return str(value.get("run_id", "")) or None, f"{how} at round {value.get('round', '?')}"
-        if value:
-            return str(value), how
-    return None, ""
+def _lineage(lineage: dict[str, Any]) -> tuple[str | None, str]:
+    """The parent run and how this run came from it (its lineage event: a fork at a round, or a rerun
+    reusing the parent's answers); ``(None, "")`` for a run of its own."""
+    parent = lineage.get("parent")
+    if not parent:
+        return None, ""
+    if lineage.get("relation") == "fork":
+        return str(parent), f"fork at round {lineage.get('at', '?')}"
+    return str(parent), "reuses" if lineage.get("relation") == "reuse" else str(lineage.get("relation", ""))
 
 
 __all__ = [
-    "FAILED", "FINISHED", "INTERRUPTED", "PAGE_SIZE", "RUNNING", "STATUSES", "WAITING", "EventView", "MessageEdge",
-    "MessageView", "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of", "redact", "sqlite_path",
-    "status_of",
+    "FAILED", "FINISHED", "INTERRUPTED", "PAGE_SIZE", "PAUSED", "RUNNING", "STATUSES", "WAITING", "EventView",
+    "MessageEdge", "MessageView", "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of", "redact",
+    "sqlite_path", "status_of",
 ]
