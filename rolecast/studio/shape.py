@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runs.events import MESSAGE, ROUND_STARTED, RUN_STARTED
-from .source import EventView, MessageEdge, MessageView
+from .source import EVERYONE, EventView, MessageEdge, MessageView
 
 #: colour classes (the stylesheet's ``role-0`` … ``role-7``); "user" and unknown senders are grey
 PALETTE = 8
@@ -100,6 +100,8 @@ class Node:
     sent: int
     received: int
     colour: str
+    #: the messages a click on the node lists: those it sent (for "everyone": those sent to all)
+    seqs: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -124,19 +126,24 @@ class Graph:
 
 
 def graph(edges: list[MessageEdge], roles: list[str], width: int = 520, height: int = 360) -> Graph:
-    """Roles on a circle and one curved arrow per (sender, receiver), over all rounds."""
+    """Roles on a circle, the messages to everyone gathered in a hub at its centre, and one curved
+    arrow per (sender, receiver) over all rounds."""
     names = [n for n in ["user", *roles] if any(n in (e.sender, e.receiver) for e in edges) or n in roles]
     for e in edges:
         for n in (e.sender, e.receiver):
-            if n not in names:
+            if n not in names and n != EVERYONE:
                 names.append(n)
     palette = colours(roles)
+    palette[EVERYONE] = "role-all"
     cx, cy = width / 2, height / 2
     radius = min(width, height) / 2 - 50
     place: dict[str, tuple[float, float]] = {}
     for i, name in enumerate(names):
         angle = -math.pi / 2 + 2 * math.pi * i / max(1, len(names))
         place[name] = (cx + radius * math.cos(angle), cy + radius * math.sin(angle))
+    if any(e.receiver == EVERYONE for e in edges):
+        place[EVERYONE] = (cx, cy)
+        names.append(EVERYONE)
     merged: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
     for e in edges:
         rounds, seqs = merged.setdefault((e.sender, e.receiver), ([], []))
@@ -154,14 +161,18 @@ def graph(edges: list[MessageEdge], roles: list[str], width: int = 520, height: 
             ux, uy = dx / length, dy / length
             sx, sy, ex, ey = x1 + ux * 24, y1 + uy * 24, x2 - ux * 28, y2 - uy * 28  # leave the node circles
             # bend to the left of the direction: the arrows A→B and B→A do not overlap
-            bx, by = (sx + ex) / 2 - uy * 30, (sy + ey) / 2 + ux * 30
+            bend = 12 if receiver == EVERYONE else 30
+            bx, by = (sx + ex) / 2 - uy * bend, (sy + ey) / 2 + ux * bend
             path = f"M{sx:.1f},{sy:.1f} Q{bx:.1f},{by:.1f} {ex:.1f},{ey:.1f}"
             lx, ly = (sx + 2 * bx + ex) / 4, (sy + 2 * by + ey) / 4
         arrows.append(Arrow(sender, receiver, len(set(seqs)), sorted(set(rounds)), sorted(set(seqs)), path,
                             lx, ly, palette.get(sender, "role-user")))
-    sent = {n: sum(a.count for a in arrows if a.sender == n) for n in names}
-    received = {n: sum(a.count for a in arrows if a.receiver == n) for n in names}
-    nodes = [Node(n, *place[n], sent[n], received[n], palette.get(n, "role-user")) for n in names]
+    nodes = []
+    for n in names:
+        sent = sorted({q for a in arrows if a.sender == n for q in a.seqs})
+        received = sorted({q for a in arrows if a.receiver == n for q in a.seqs})
+        nodes.append(Node(n, *place[n], len(sent), len(received), palette.get(n, "role-user"),
+                          received if n == EVERYONE else sent))
     return Graph(width, height, nodes, arrows)
 
 

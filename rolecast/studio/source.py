@@ -50,6 +50,8 @@ from ..runs.lineage import fork_run
 from ..runs.store import POSTGRES_SCHEMES
 
 ALL = "<all>"
+#: the graph's node for the messages sent to everyone
+EVERYONE = "everyone"
 #: events on one page of a run (the rest is a click, or the JSON API, away)
 PAGE_SIZE = 200
 #: the most a client may ask for in one page of the JSON API
@@ -158,6 +160,8 @@ class MessageView:
     receivers: list[str]
     content: str
     action: str
+    #: sent to everyone on the bus (``send_to`` ``<all>``): ``receivers`` are then every other role
+    to_all: bool = False
 
 
 @dataclass
@@ -256,7 +260,7 @@ class RunSummary:
                 self._totals(role or sender).messages += 1
                 receivers = receivers_of({"sent_from": sender, "send_to": send_to or []}, self.roles)
                 self.messages.append(MessageView(seq, rnd, sender, receivers, content or "",
-                                                 str(cause or "").rsplit(".", 1)[-1]))
+                                                 str(cause or "").rsplit(".", 1)[-1], ALL in (send_to or [ALL])))
             elif kind == TURN_FAILED:
                 self._totals(role or "-").failures += 1
             elif kind == RUN_STARTED:
@@ -485,10 +489,11 @@ class RunSource:
         return list(self.summary(run_id).messages)
 
     def edges(self, messages: list[MessageView]) -> list[MessageEdge]:
-        """The message graph: one edge per (round, sender, receiver), with the messages on it."""
+        """The message graph: one edge per (round, sender, receiver), with the messages on it; a message
+        to everyone is one edge to :data:`EVERYONE` (not one to each role: the graph would be a hairball)."""
         found: dict[tuple[int, str, str], MessageEdge] = {}
         for m in messages:
-            for receiver in m.receivers or ["(nobody)"]:
+            for receiver in [EVERYONE] if m.to_all else (m.receivers or ["(nobody)"]):
                 edge = found.setdefault((m.round, m.sender, receiver), MessageEdge(m.round, m.sender, receiver))
                 edge.seqs.append(m.seq)
         return list(found.values())
@@ -577,7 +582,7 @@ def _lineage(lineage: dict[str, Any]) -> tuple[str | None, str]:
 
 
 __all__ = [
-    "FAILED", "FINISHED", "INTERRUPTED", "PAGE_SIZE", "PAUSED", "RUNNING", "STATUSES", "WAITING", "EventView",
-    "MessageEdge", "MessageView", "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of", "redact",
-    "sqlite_path", "status_of",
+    "EVERYONE", "FAILED", "FINISHED", "INTERRUPTED", "PAGE_SIZE", "PAUSED", "RUNNING", "STATUSES", "WAITING",
+    "EventView", "MessageEdge", "MessageView", "PendingApproval", "RoleTotals", "RunRow", "RunSource", "receivers_of",
+    "redact", "sqlite_path", "status_of",
 ]
