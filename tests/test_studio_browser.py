@@ -139,6 +139,16 @@ def test_clicking_the_graph_shows_the_messages_on_an_arrow(page, served, runs):
     page.locator('#graph .node[data-title="Ada: messages sent"] circle').click()
     sync_api.expect(box.locator(".msg-text")).to_have_count(2)
     shot(page, "run-graph")
+    # one round at a time: round 2 is Ben's only
+    page.select_option("#graph-round", "2")
+    sync_api.expect(page.locator('#graph .edge[data-title="Ada → Ben"]')).to_be_hidden()
+    page.locator('#graph .edge[data-title="Ben → Ada"] .edge-pill').click()
+    sync_api.expect(box.locator(".msg-text")).to_have_text(
+        ["Ben, turn 1: I argue against the motion, and my opponent is wrong."])
+    sync_api.expect(page.locator('#graph .node[data-name="Ben"] .node-count')).to_have_text("1")
+    page.select_option("#graph-round", "")
+    sync_api.expect(page.locator('#graph .edge[data-title="Ada → Ben"]')).to_be_visible()
+    sync_api.expect(page.locator('#graph .node[data-name="Ben"] .node-count')).to_have_text("2")
 
 
 def test_a_hostile_answer_renders_as_text(page, served, runs):

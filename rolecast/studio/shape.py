@@ -115,6 +115,8 @@ class Arrow:
     label_x: float
     label_y: float
     colour: str
+    #: the messages on the arrow, per round (the page's round filter shows one round's)
+    by_round: dict[int, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,6 +125,11 @@ class Graph:
     height: int
     nodes: list[Node]
     arrows: list[Arrow]
+
+    @property
+    def rounds(self) -> list[int]:
+        """The rounds with messages (the round filter's choices)."""
+        return sorted({r for a in self.arrows for r in a.by_round})
 
 
 def graph(edges: list[MessageEdge], roles: list[str], width: int = 520, height: int = 360) -> Graph:
@@ -145,10 +152,12 @@ def graph(edges: list[MessageEdge], roles: list[str], width: int = 520, height: 
         place[EVERYONE] = (cx, cy)
         names.append(EVERYONE)
     merged: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+    per_round: dict[tuple[str, str], dict[int, list[int]]] = {}
     for e in edges:
         rounds, seqs = merged.setdefault((e.sender, e.receiver), ([], []))
         rounds.append(e.round)
         seqs.extend(e.seqs)
+        per_round.setdefault((e.sender, e.receiver), {}).setdefault(e.round, []).extend(e.seqs)
     arrows = []
     for (sender, receiver), (rounds, seqs) in merged.items():
         (x1, y1), (x2, y2) = place[sender], place[receiver]
@@ -166,7 +175,7 @@ def graph(edges: list[MessageEdge], roles: list[str], width: int = 520, height: 
             path = f"M{sx:.1f},{sy:.1f} Q{bx:.1f},{by:.1f} {ex:.1f},{ey:.1f}"
             lx, ly = (sx + 2 * bx + ex) / 4, (sy + 2 * by + ey) / 4
         arrows.append(Arrow(sender, receiver, len(set(seqs)), sorted(set(rounds)), sorted(set(seqs)), path,
-                            lx, ly, palette.get(sender, "role-user")))
+                            lx, ly, palette.get(sender, "role-user"), per_round[(sender, receiver)]))
     nodes = []
     for n in names:
         sent = sorted({q for a in arrows if a.sender == n for q in a.seqs})

@@ -209,6 +209,7 @@ class RunSummary:
     def __init__(self, run_id: str):
         self.run_id = run_id
         self.lock = threading.Lock()
+        self.version = -1  # the store's data_version when last brought up to date (SQLite)
         self.last_seq = 0
         self.events = 0
         self.started = 0.0
@@ -294,6 +295,7 @@ class RunSource:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._summaries: dict[str, RunSummary] = {}  # by run id, least recently used first
+        self._ids: tuple[int, list[str]] | None = None  # the run ids, newest first, and the data_version read at
         self._location = store if isinstance(store, RunStore) else os.fspath(store)
         #: the store as it may be shown (a URL's password hidden)
         self.where = redact(os.fspath(store)) if isinstance(store, (str, os.PathLike)) else repr(store)
@@ -343,7 +345,11 @@ class RunSource:
         """The runs, newest first; ``search`` matches the id, the idea, the team or a role (any case),
         ``status`` one of running / finished / failed / waiting for approval."""
         if self._db is not None:
-            ids = [run_id for (run_id,) in self._sql("SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(ts) DESC")]
+            version = self._version()
+            if self._ids is None or self._ids[0] != version:  # (a scan of the table: only after a write)
+                self._ids = (version, [run_id for (run_id,) in self._sql(
+                    "SELECT run_id FROM events GROUP BY run_id ORDER BY MIN(ts) DESC")])
+            ids = self._ids[1]
         else:
             assert self.store is not None
             ids = [info.run_id for info in self.store.runs()]
@@ -386,8 +392,26 @@ class RunSource:
             while len(self._summaries) > SUMMARIES_KEPT:
                 self._summaries.pop(next(iter(self._summaries)))
         with summary.lock:
+            if self._db is None:
+                summary.add(self._news(run_id, summary.last_seq))
+                return summary
+            version = self._version()
+            if summary.version == version:
+                return summary  # nothing was written to the file since it was read
+            if summary.last_seq and self.last_seq(run_id) < summary.last_seq:  # deleted (and written anew?)
+                fresh = RunSummary(run_id)
+                fresh.lock = summary.lock
+                summary = fresh
+                with self._lock:
+                    self._summaries[run_id] = summary
             summary.add(self._news(run_id, summary.last_seq))
+            summary.version = version
         return summary
+
+    def _version(self) -> int:
+        """SQLite's ``data_version``: another connection's commit changes it (so a kept answer is current
+        while it stays the same; one call, no read of the file)."""
+        return int(self._sql("PRAGMA data_version")[0][0])
 
     def _news(self, run_id: str, after: int) -> Iterator[tuple[int, float, str, int, str, Any, str | None]]:
         """``(seq, ts, kind, round, role, facts, content)`` of the run's events after ``after``: for a model

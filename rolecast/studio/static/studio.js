@@ -42,6 +42,26 @@ function setupGraph() {
     box.hidden = true;
     svg.querySelectorAll(".picked").forEach((p) => p.classList.remove("picked"));
   });
+  // one round, or all: each arrow keeps the messages of that round, and hides when it has none
+  const round = document.getElementById("graph-round");
+  if (round) round.addEventListener("change", () => {
+    const listed = new Map(); // a node's messages: those it sent (the hub: those sent to everyone)
+    const add = (name, seqs) => listed.set(name, [...(listed.get(name) || []), ...seqs]);
+    svg.querySelectorAll(".edge").forEach((edge) => {
+      const seqs = round.value ? (JSON.parse(edge.dataset.rounds)[round.value] || []) : edge.dataset.all.split(",");
+      edge.dataset.seqs = seqs.join(",");
+      edge.classList.toggle("off", seqs.length === 0);
+      edge.querySelector(".edge-label").textContent = String(seqs.length);
+      add(edge.dataset.sender, seqs);
+      if (edge.dataset.receiver === "everyone") add("everyone", seqs);
+    });
+    svg.querySelectorAll(".node").forEach((node) => {
+      const seqs = [...new Set(listed.get(node.dataset.name) || [])].sort((a, b) => a - b);
+      node.dataset.seqs = seqs.join(",");
+      node.querySelector(".node-count").textContent = String(seqs.length);
+    });
+    box.hidden = true;
+  });
 }
 
 // ---- a run in progress: its new events arrive over server-sent events
