@@ -14,7 +14,11 @@ Measures:
       described, fingerprinted and encoded, then dropped);
   (b) resume: a run of about 1,000 messages is logged, then the same script is run
       again with its run id, so every round is re-executed from the log (no model
-      call) — the time that takes, and that no call reached the model.
+      call) — the time that takes, and that no call reached the model;
+  (c) a sequential chain: one role asking the model N times in a row (each call waits for the
+      one before), the case where the batched default has nothing to batch: CPU per call for
+      store off, batched and ``durability="call"``, and how many transactions each committed;
+  (d) the store's size: the SQLite file per 1,000 model calls of the broadcast run.
 """
 
 from __future__ import annotations
@@ -112,6 +116,83 @@ def resume(n_roles: int, n_rounds: int) -> dict[str, float]:
                 "model_calls_first": made, "model_calls_on_resume": len(calls) - made}
 
 
+class Chain(Action):
+    """N model calls one after the other, each on the answer before it."""
+
+    n: int = 500
+
+    async def run(self, history: list[Message]) -> str:
+        text = history[-1].content if history else ""
+        for _ in range(self.n):
+            text = await self._aask(text[-40:])
+        return text
+
+
+async def _chain(n_calls: int, store: object, durability: str = "batched") -> tuple[float, int]:
+    """(CPU seconds, transactions committed) of one role making ``n_calls`` sequential calls."""
+    from rolecast.runs.store import SQLiteRunStore
+
+    counted = [0]
+    opened = SQLiteRunStore(store) if isinstance(store, str) else store
+    if isinstance(opened, SQLiteRunStore):
+        extend = opened.extend
+
+        def counting(events: Sequence[RunEvent]) -> None:
+            counted[0] += 1
+            extend(events)
+
+        opened.extend = counting  # type: ignore[method-assign]
+    n = iter(range(10**9))
+
+    async def answer(messages: list[dict[str, str]]) -> str:
+        await asyncio.sleep(0)  # a model answers later, in another turn of the event loop (as any real one does)
+        return f"ok {next(n)}"
+
+    team = Team(llm=FunctionLLM(answer), store=opened, durability=durability)  # type: ignore[arg-type]
+    team.hire([Role(name="Chain", actions=[Chain(n=n_calls)], watch=[UserRequirement])])
+    team.run_project("start")
+    gc.collect()
+    t0 = time.process_time()
+    await team.run(n_round=1)
+    spent = time.process_time() - t0
+    if opened is not None:
+        opened.close()
+    return spent, counted[0]
+
+
+def chain(n_calls: int, repeats: int) -> dict[str, float]:
+    off, batched, per_call, commits_b, commits_c = [], [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):  # interleaved, so every side sees the same machine
+            off.append(asyncio.run(_chain(n_calls, None))[0])
+            spent, commits = asyncio.run(_chain(n_calls, f"{tmp}/b-{i}.db"))
+            batched.append(spent)
+            commits_b.append(commits)
+            spent, commits = asyncio.run(_chain(n_calls, f"{tmp}/c-{i}.db", "call"))
+            per_call.append(spent)
+            commits_c.append(commits)
+    off_s = statistics.median(off)
+    return {"calls": n_calls, "off_us": off_s / n_calls * 1e6,
+            "batched_us": (statistics.median(batched) - off_s) / n_calls * 1e6,
+            "call_us": (statistics.median(per_call) - off_s) / n_calls * 1e6,
+            "batched_commits": statistics.median(commits_b), "call_commits": statistics.median(commits_c)}
+
+
+def size(n_roles: int, n_rounds: int) -> dict[str, float]:
+    """The SQLite store's bytes per 1,000 model calls (the broadcast run, its file closed and checkpointed)."""
+    from rolecast.runs.store import SQLiteRunStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"{tmp}/runs.db"
+        asyncio.run(_broadcast(n_roles, n_rounds, db))
+        store = SQLiteRunStore(db)
+        calls = sum(r.llm_calls for r in store.runs())
+        store.vacuum()
+        total = store.size() or 0
+        store.close()
+    return {"calls": calls, "bytes": total, "mib_per_1000_calls": total / 2**20 / calls * 1000}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -120,6 +201,8 @@ def main() -> None:
     result = {
         "overhead": overhead(roles, 5, repeats),
         "resume": resume(10, 10 if args.quick else 100),
+        "chain": chain(100 if args.quick else 500, repeats),
+        "size": size(roles, 5),
     }
     o, r = result["overhead"], result["resume"]
     print(f"(a) broadcast {o['roles']} roles x {o['rounds']} rounds: store off {o['off_s'] * 1e3:.1f} ms, "
@@ -129,6 +212,12 @@ def main() -> None:
           f"{o['no_writes_s'] * 1e3:.1f} ms ({o['no_writes_overhead'] * 100:+.0f} %)")
     print(f"(b) resume of {r['messages']} messages: {r['resume_s']:.3f} s (first run {r['first_run_s']:.3f} s); "
           f"model calls on resume: {r['model_calls_on_resume']} of {r['model_calls_first']}")
+    c, z = result["chain"], result["size"]
+    print(f"(c) sequential chain of {c['calls']} calls: the log's cost per call: batched {c['batched_us']:.0f} µs "
+          f"({c['batched_commits']:.0f} commits), durability=\"call\" {c['call_us']:.0f} µs "
+          f"({c['call_commits']:.0f} commits); the run without a store {c['off_us']:.0f} µs per call")
+    print(f"(d) store size: {z['bytes'] / 2**20:.2f} MiB for {z['calls']:.0f} model calls = "
+          f"{z['mib_per_1000_calls']:.2f} MiB per 1,000 calls")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "store.json").write_text(json.dumps(result, indent=1))

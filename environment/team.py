@@ -21,6 +21,7 @@ from rolecast.cost import CostManager
 from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
+from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
 from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.runs.store import (
@@ -59,10 +60,6 @@ INIT_KEYWORDS = frozenset(
     {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
      "reuse", "fork", "at"}
 )
-
-
-#: the exit status of a script whose run waits for an approval (``raise SystemExit(history.exit_code)``)
-EXIT_WAITING = 3
 
 
 class History(list[Message]):

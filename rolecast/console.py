@@ -25,6 +25,7 @@ from typing import Any, TextIO, TypeVar
 
 from .cost import CostManager
 from .errors import RolecastError
+from .runs.approvals import EXIT_WAITING
 from .runs.store import (
     LLM_CALL,
     MESSAGE,
@@ -108,6 +109,11 @@ class RunConsole:
         self.rounds = 0
         self.stop_reason: str | None = None
         self.total_cost: float | None = None
+        #: model calls answered from another run's log (a rerun with ``reuse=``), what they cost there,
+        #: and those that reached a model (from the run's stop)
+        self.reused_calls = 0
+        self.saved_cost = 0.0
+        self.live_calls = 0
         self.closed = False
         self._lock = threading.RLock()
         self._live: Any = None
@@ -223,6 +229,9 @@ class RunConsole:
 
     def _on_run_stopped(self, event: RunEvent) -> None:
         self.stop_reason = str(event.data.get("reason") or "")
+        self.reused_calls = int(event.data.get("reused_calls") or 0)
+        self.saved_cost = float(event.data.get("saved_cost") or 0.0)
+        self.live_calls = int(event.data.get("live_calls") or 0)
         self.rounds = int(event.data.get("rounds") or self.rounds)
         cost = event.data.get("cost")
         self.total_cost = float(cost) if cost is not None else None
@@ -268,6 +277,9 @@ class RunConsole:
         totals = ("total", *(sum(int(r[i]) for r in rows) for i in range(1, 5)), total_cost)
         reason = self.stop_reason or "unfinished"
         footer = f"stopped: {reason} after {self.rounds} round(s) · run id {self.run_id or '-'}"
+        if self.reused_calls:
+            footer += (f"\nmodel calls: {self.live_calls} live, {self.reused_calls} reused "
+                       f"(saved ${self.saved_cost:.4f})")
         headers = ("role", "messages", "calls", "prompt tok", "completion tok", "cost")
         if self.rich:
             from rich.table import Table
@@ -342,10 +354,12 @@ def run_script(main: Coroutine[Any, Any, T]) -> T:
 
     A :class:`~rolecast.errors.RolecastError` prints ``error: <Type>: <message>`` (and
     its notes, such as where a failed run was saved) on stderr and exits with status 1;
-    Ctrl-C exits with 130. Set ``ROLECAST_TRACEBACK=1`` to get the full traceback.
+    Ctrl-C exits with 130; a run that waits for a deferred approval (``main`` returned a history
+    whose ``status`` is ``"waiting"``) exits with :data:`~rolecast.runs.approvals.EXIT_WAITING` (3).
+    Set ``ROLECAST_TRACEBACK=1`` to get the full traceback.
     """
     try:
-        return asyncio.run(main)
+        result = asyncio.run(main)
     except RolecastError as exc:
         if os.environ.get("ROLECAST_TRACEBACK"):
             raise
@@ -355,6 +369,12 @@ def run_script(main: Coroutine[Any, Any, T]) -> T:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    if getattr(result, "status", None) == "waiting":  # a run paused for a deferred approval
+        pending = ", ".join(getattr(result, "pending", ())) or "?"
+        print(f"the run waits for approval {pending}: answer with rolecast runs approve|reject|edit, then run "
+              f"this again with the same run id", file=sys.stderr)
+        raise SystemExit(EXIT_WAITING)
+    return result
 
 
 __all__ = ["LLM_TOKEN", "THINKING", "RoleStats", "RunConsole", "open_console", "run_script"]

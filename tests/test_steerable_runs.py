@@ -3,6 +3,7 @@ round (the past served from the log, the parent untouched), and the lineage show
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections import Counter
 
@@ -11,6 +12,7 @@ import pytest
 from actions import Action, UserRequirement
 from environment import Team
 from rolecast.cli import main
+from rolecast.console import RunConsole
 from rolecast.errors import UsageError
 from rolecast.runs import LLM_CALL, SQLiteRunStore, open_store
 from rolecast.runs.lineage import fork_run, lineage_of
@@ -78,7 +80,9 @@ async def test_a_rerun_with_a_changed_reviewer_prompt_pays_only_for_the_reviewer
     REVIEW_PROMPT["text"] = "review strictly"
     again = Counter()
     rerun = chain(again, db, "v2", reuse="v1")
-    history = await rerun.run(4, idea="a function that adds two numbers")
+    screen = io.StringIO()
+    history = await rerun.run(4, idea="a function that adds two numbers", console=RunConsole(screen, rich=False))
+    assert "model calls: 1 live, 3 reused (saved $" in screen.getvalue()  # the console's summary
     assert again == {"review strictly": 1}  # no coder or tester call reached the model
     assert (rerun.run_log.reused_calls, rerun.run_log.live_calls) == (3, 1)
     store = SQLiteRunStore(db)

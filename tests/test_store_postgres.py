@@ -95,3 +95,40 @@ def test_the_runs_commands_read_a_postgresql_store_by_its_url(pg, capsys):
     assert "by-url" in listed and "read me through the door" in listed
     assert main(["runs", "show", "by-url", "--store", pg.dsn]) == 0
     assert "Alice" in capsys.readouterr().out
+
+
+def test_one_writer_per_run_and_delete_and_prune_on_postgresql(pg):
+    import subprocess
+    import sys
+    import time
+
+    from rolecast.errors import RunInUse
+    from rolecast.runs.lease import Holder
+
+    store = PostgresRunStore(pg.dsn)
+    mine = Holder()
+    store.acquire("pg-held", mine)
+    other = PostgresRunStore(pg.dsn)  # (another connection, as another process would have)
+    with pytest.raises(RunInUse) as caught:
+        other.acquire("pg-held", Holder())
+    assert caught.value.pid == mine.pid
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    store.acquire("pg-dead", Holder(pid=dead.pid, started=None))
+    other.acquire("pg-dead", Holder())  # its holder died on this host: taken at once
+    far = Holder(host="elsewhere", heartbeat=time.time() - 300)
+    store.acquire("pg-far", far)
+    other.acquire("pg-far", Holder())  # its heartbeat timed out
+
+    for run_id, age in (("pg-old", 90), ("pg-new", 1)):
+        store.append(RunEvent(run_id, RUN_STARTED, {"idea": run_id}, ts=time.time() - age * 86400))
+        store.append(RunEvent(run_id, MESSAGE, {"message": {"content": "x"}}))
+    with pytest.raises(RunInUse):
+        other.delete("pg-held")
+    assert store.prune(older_than=30 * 86400) == ["pg-old"]
+    assert [e.kind for e in store.events("pg-new")] == [RUN_STARTED, MESSAGE]
+    assert store.delete("pg-new") == 2 and list(store.events("pg-new")) == []
+    assert store.size() > 0
+    store.release("pg-held", mine)
+    store.close()
+    other.close()

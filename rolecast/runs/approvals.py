@@ -24,6 +24,9 @@ from .base import RunStore
 from .events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RunEvent
 
 VERDICTS = ("approve", "reject", "edit")
+#: the exit status of a script whose run waits for an approval (``rolecast.console.run_script`` and
+#: ``History.exit_code`` use it): not 0 (it did not finish), not 1 (nothing failed)
+EXIT_WAITING = 3
 #: how deep a schema or a value may nest before it is refused (the checker is recursive)
 MAX_DEPTH = 32
 
@@ -134,4 +137,4 @@ def schema_problems(value: Any, schema: dict[str, Any], path: str = "arguments",
     return problems
 
 
-__all__ = ["VERDICTS", "approvals", "decide", "pending_approvals", "schema_problems"]
+__all__ = ["EXIT_WAITING", "VERDICTS", "approvals", "decide", "pending_approvals", "schema_problems"]

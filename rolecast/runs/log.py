@@ -76,6 +76,10 @@ Mode = Literal["record", "resume", "replay"]
 #: loop (``"batched"``, one transaction for them all) or alone, at once (``"call"``)
 Durability = Literal["batched", "call"]
 DURABILITIES: tuple[Durability, ...] = ("batched", "call")
+#: a model call durable in the store's journal reaches its database with the next write, or after
+#: this many seconds, or once this many events wait (see RunLog._flush_lazily)
+LAZY_WRITE_S = 0.05
+LAZY_WRITE_EVENTS = 256
 Subscriber = Callable[[RunEvent], None]
 
 
@@ -197,6 +201,7 @@ class RunLog:
         self._approval_counts: dict[str, int] = {}
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
+        self._later: asyncio.TimerHandle | None = None  # a lazy write of staged calls (see _flush_lazily)
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
         self._held = False  # in a round that ends with a write: the other events wait for a write (see hold())
         #: the store's ``stage`` (durable at once, written to the database with the next write), if it has one
@@ -379,11 +384,37 @@ class RunLog:
         except Exception as exc:  # the callers waiting for these events get the error; nobody else would
             logger.error("could not write to the run store {}: {}", self.store, exc)
 
+    def _flush_lazily(self) -> None:
+        """Staged calls (durable already, in the store's journal) go to the database with the next
+        write anyway, or within :data:`LAZY_WRITE_S`, or once :data:`LAZY_WRITE_EVENTS` wait: in a
+        sequential chain (each call waits for the one before, so every turn of the event loop holds
+        one call) that is one transaction per many calls instead of one per call."""
+        if self._flush_on is not None and not self._flush_on.is_closed():
+            return  # a write this turn takes them along
+        if len(self._pending) >= LAZY_WRITE_EVENTS:
+            self._flush_soon()
+            return
+        if self._later is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._later = loop.call_later(LAZY_WRITE_S, self._lazy_flush)
+
+    def _lazy_flush(self) -> None:
+        self._later = None
+        self._scheduled_flush()
+
     def flush(self) -> None:
         """Write every pending event to the store now: durable when this returns.
 
         When the write fails, the events stay pending (the next write tries them again) and the
         error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
+        later, self._later = self._later, None
+        if later is not None:
+            later.cancel()
         with self._lock:
             pending, waiters = self._pending, self._waiters
             if waiters:
@@ -543,7 +574,10 @@ class RunLog:
             with self._lock:  # (the journal's order is the log's)
                 staged = self._stage is not None and self._stage((event,))
                 self._pending.append(event)
-            written = self._flush_soon(wait=not staged)
+            if staged:
+                self._flush_lazily()
+            else:
+                written = self._flush_soon(wait=True)
         if self._subscribers:
             self._tell(event)
         return written
