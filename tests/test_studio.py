@@ -24,7 +24,7 @@ import studio_runs
 from studio_runs import HOSTILE, get, post
 
 from rolecast import studio
-from rolecast.errors import ConfigError
+from rolecast.errors import ConfigError, UsageError
 from rolecast.runs import MemoryRunStore, SQLiteRunStore
 from rolecast.studio import server as studio_server
 from rolecast.studio import shape
@@ -211,7 +211,7 @@ def test_a_run_of_ten_thousand_events_opens_in_under_a_second(runs):
 
 def test_the_graph_messages_route_lists_the_messages_of_some_seqs(served, runs):
     page = get(served, f"/runs/{runs['debate']}")
-    seqs = re.search(r'<g class="edge role-0" data-seqs="([\d,]+)" data-title="Ada → Ben"', page.body)
+    seqs = re.search(r'<g class="edge role-0" data-seqs="([\d,]+)"[^>]* data-title="Ada → Ben"', page.body)
     assert seqs
     listed = get(served, f"/runs/{runs['debate']}/messages?seq={seqs.group(1)}").body
     assert re.findall(r'<div class="msg-text">([^<]*)</div>', listed) == [
@@ -592,6 +592,28 @@ def test_the_adapter_follows_a_growing_run(tmp_path):
         finally:
             fresh.close()
         assert after.rounds == 4 and after.events > before.events
+    finally:
+        source.close()
+
+
+def test_a_deleted_run_leaves_the_list_and_its_page(tmp_path):
+    path = tmp_path / "delete.db"
+    asyncio.run(studio_runs.debate(path, rounds=2, run_id="short-lived"))
+    asyncio.run(studio_runs.debate(path, rounds=2, run_id="stays"))
+    source = RunSource(path)
+    try:
+        assert {r.run_id for r in source.runs()} == {"short-lived", "stays"}
+        assert source.run("short-lived").events > 0
+        unchanged = source.runs()  # nothing written since: the kept answers
+        assert [r.run_id for r in unchanged] == [r.run_id for r in source.runs()]
+        writer = SQLiteRunStore(path)
+        try:
+            assert writer.delete("short-lived") > 0
+        finally:
+            writer.close()
+        assert [r.run_id for r in source.runs()] == ["stays"]
+        with pytest.raises(UsageError, match="no run 'short-lived'"):
+            source.run("short-lived")
     finally:
         source.close()
 
