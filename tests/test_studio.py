@@ -141,6 +141,12 @@ def test_a_hostile_answer_is_text_everywhere(served, runs):
     # the JSON API gives the text as it is (JSON, not HTML)
     events = get(served, f"/api/runs/{runs['hostile']}/events").json()["events"]
     assert any(e["kind"] == "message" and e["data"]["message"]["content"] == HOSTILE for e in events)
+    # the live stream's html too (rendered by the same templates)
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+    conn.request("GET", f"/runs/{runs['hostile']}/live?after=0", headers={"Host": f"127.0.0.1:{served.port}"})
+    streamed = json.loads(_next_sse(conn.getresponse()))["html"]
+    conn.close()
+    assert "&lt;script&gt;window.__pwned" in streamed and "<script>" not in streamed
     # the run id in an error page is escaped too
     missing = get(served, "/runs/%3Cscript%3Ealert(1)%3Cb%3E")
     assert missing.status == 404 and "<script>alert" not in missing.body and "&lt;script&gt;alert" in missing.body
@@ -152,6 +158,7 @@ def test_an_unknown_run_is_a_404_naming_recent_runs(served, runs):
     assert get(served, "/api/runs/nope").status == 404
     assert get(served, "/api/runs/nope/events").status == 404
     assert get(served, "/runs/nope/live").status == 404
+    assert get(served, "/runs/nope/messages?seq=1").status == 404
     assert get(served, f"/runs/{runs['debate']}?after=x").status == 400
 
 

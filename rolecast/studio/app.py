@@ -268,8 +268,7 @@ class Studio:
         status = request.query_params.get("status", "")
         rows = await asyncio.to_thread(self.source.runs, q, status)
         name = "_runs_rows.html" if request.query_params.get("fragment") == "rows" else "runs.html"
-        return self.page(name, title="Runs", rows=rows, q=q, status=status,
-                         statuses=STATUSES)
+        return self.page(name, title="Runs", rows=rows, q=q, status=status, statuses=STATUSES)
 
     async def run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -307,7 +306,10 @@ class Studio:
             wanted = {int(s) for s in request.query_params.get("seq", "").split(",") if s.strip()}
         except ValueError:
             return self.error(UsageError("seq is a comma-separated list of event numbers"), 400)
-        run = await asyncio.to_thread(self.source.run, run_id)
+        try:
+            run = await asyncio.to_thread(self.source.run, run_id)
+        except RolecastError as exc:
+            return self.error(exc)
         found = [m for m in await asyncio.to_thread(self.source.messages, run_id) if m.seq in wanted]
         return self.page("_messages.html", messages=found, colours=shape.colours(run.roles))
 
