@@ -22,6 +22,7 @@ from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, N
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
 from rolecast.runs.approvals import EXIT_WAITING
+from rolecast.runs.events import RunStoppedData
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
 from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.runs.store import (
@@ -406,10 +407,11 @@ class Team(Model):
         finally:
             cm = self.cost_manager
             try:
-                log.emit(RUN_STOPPED, {"reason": reason, "rounds": self._rounds, "cost": cm.total_cost,
-                                       "calls": cm.total.calls, "live_calls": log.live_calls,
-                                       "reused_calls": log.reused_calls, "saved_cost": log.saved_cost},
-                         force=True)
+                stopped: RunStoppedData = {
+                    "reason": reason, "rounds": self._rounds, "cost": cm.total_cost, "calls": cm.total.calls,
+                    "live_calls": log.live_calls, "reused_calls": log.reused_calls, "saved_cost": log.saved_cost,
+                }
+                log.emit(RUN_STOPPED, dict(stopped), force=True)
             finally:
                 log.release_lease()
         return History(self.env.history.get())

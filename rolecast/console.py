@@ -25,6 +25,7 @@ from typing import Any, TextIO, TypeVar
 
 from .cost import CostManager
 from .errors import RolecastError
+from .runs import events as run_events
 from .runs.approvals import EXIT_WAITING
 from .runs.store import (
     LLM_CALL,
@@ -185,7 +186,7 @@ class RunConsole:
     def _on_llm_call(self, event: RunEvent) -> None:
         stats = self.stats(event.role)
         data = event.data
-        usage = data.get("usage") or (data.get("response") or {}).get("usage") or {}
+        usage = data.get("usage") or run_events.usage(event) or {}  # ("usage": a Ray worker's summary)
         stats.calls += 1
         stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         stats.completion_tokens += int(usage.get("completion_tokens") or 0)

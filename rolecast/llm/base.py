@@ -25,6 +25,7 @@ from ..cost import Reservation, estimate_tokens, max_prompt_tokens
 from ..errors import LLMAPIError, LLMError, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import Meter, current_meter
+from ..runs.events import LLMCallData, ResponseData
 from ..runs.log import current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
@@ -229,10 +230,11 @@ class BaseLLM(MetaGPTCalls, ABC):
             if alone is not None:
                 costs.dismiss(alone)
         if log is not None:  # durable before the answer is used
-            written = log.log_call(role, {
+            logged: LLMCallData = {
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
-                "response": result.to_json(), "cost": cost, "latency": time.monotonic() - started,
-            })
+                "response": cast(ResponseData, result.to_json()), "cost": cost, "latency": time.monotonic() - started,
+            }
+            written = log.log_call(role, cast(dict[str, Any], logged))
             if written is not None:  # (a store without a journal: the write this turn's calls share)
                 await written
         return result

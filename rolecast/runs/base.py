@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunInUse, UsageError
-from .events import LINEAGE, RUN_STARTED, RUN_STOPPED, RunEvent
+from .events import FORMAT_VERSION, LINEAGE, RUN_STARTED, RUN_STOPPED, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 
 
@@ -53,6 +53,10 @@ class RunStore(ABC):
 
     The five abstract methods are what a backend must write; the others have defaults (see each).
     """
+
+    #: the payload format the store held when opened (1: written before formats were kept); new
+    #: events are written in :data:`~rolecast.runs.events.FORMAT_VERSION`
+    format: int = FORMAT_VERSION
 
     #: a folder for the files that go beside the store (a failed run's checkpoint); None: the
     #: default folder (``./.rolecast``)

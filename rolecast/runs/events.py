@@ -1,15 +1,49 @@
-"""The events of a run's log: their kinds, and :class:`RunEvent`, one record as a store holds it.
+"""The events of a run's log: their kinds, their payloads, and :class:`RunEvent`, one record.
 
-Every reader and writer of the log goes through this module for what an event is.
+Every reader and writer of the log goes through this module for what an event is. An event has
+a kind (a string, the constants below) and a JSON payload whose shape each kind documents, field
+by field, as a :class:`~typing.TypedDict` (LangGraph documents its ``Checkpoint`` the same way):
+
+==================  =====================================================================
+kind                payload
+==================  =====================================================================
+run_started         :class:`RunStartedData` — team, roles, idea, budget; ``resumed``; lineage
+round_started       :class:`RoundStartedData` — the roles the round starts (or the runtime)
+message             :class:`MessageData` — the published message's JSON
+llm_call            :class:`LLMCallData` — role's action, model, fingerprint, request, response,
+                    cost, latency; ``error`` for a failed attempt; ``reused`` for an answer
+                    taken from another run's log
+turn_started        :class:`TurnStartedData` — (empty: the role is the event's ``role``)
+turn_finished       :class:`TurnFinishedData` — the id of the message the turn returned
+turn_failed         :class:`TurnFailedData` — the error's type and text
+round_finished      :class:`RoundFinishedData` — messages published; each finished turn's message
+run_stopped         :class:`RunStoppedData` — why, rounds, cost, calls (live, reused, saved)
+checkpoint          :class:`CheckpointData` — where ``Team.serialize`` saved the team
+lineage             :class:`LineageData` — a fork (parent, round) or a rerun reusing a parent
+approval_requested  :class:`ApprovalRequestedData` — a deferred approval's question
+approval_decided    :class:`ApprovalDecidedData` — a person's answer to it
+==================  =====================================================================
+
+Writers build these dicts (the types let a type checker hold them to the fields); readers get
+them through :func:`payload`, which also brings a payload of an older format up to this one —
+:data:`FORMAT_VERSION` is the format this version writes, kept per store (SQLite's
+``user_version``, PostgreSQL's ``rolecast_meta``) and per run (``run_started``'s ``format``). A
+store of a newer format than this version knows is refused, never misread.
+
+Formats: 1 — before issue 23 (no ``format`` field; no lineage, approval or ``reused`` data);
+2 — this one. Every format-1 payload reads as format 2 (the new fields are optional).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from pydantic_core import to_json
+
+#: the payload format this version writes (see the module docstring)
+FORMAT_VERSION = 2
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
@@ -38,6 +72,189 @@ EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED,
 )
+
+
+# ------------------------------------------------------------------ payloads
+#: a role as ``run_started`` lists it: name, profile, its class (``module.QualName``), its actions' names
+RoleData = TypedDict("RoleData", {"name": str, "profile": str, "class": str, "actions": list[str]}, total=False)
+
+
+class LineageData(TypedDict, total=False):
+    #: ``"fork"`` or ``"reuse"``
+    relation: str
+    #: the run it comes from
+    parent: str
+    #: a fork's last round taken over from the parent
+    at: int
+
+
+class RunStartedData(TypedDict, total=False):
+    team: str
+    roles: list[RoleData]
+    idea: str
+    investment: float
+    n_round: int | None
+    #: a resume (the log held events of the run already)
+    resumed: bool
+    lineage: LineageData
+    #: the payload format of the process that started (or resumed) the run; 1 when absent
+    format: int
+
+
+class RoundStartedData(TypedDict, total=False):
+    roles: list[str]
+    #: the runtime's class, when the turns run elsewhere (Ray)
+    runtime: str
+
+
+class MessageData(TypedDict):
+    #: the message as ``Message.model_dump(mode="json")``: id, content, role, cause_by, sent_from, send_to …
+    message: dict[str, Any]
+
+
+class UsageData(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool
+
+
+class ResponseData(TypedDict, total=False):
+    #: ``Completion.to_json()``: the text, tool calls, usage …
+    text: str
+    usage: UsageData
+
+
+class ReusedData(TypedDict):
+    #: the run whose log answered the call, the call's ``seq`` there, and what it cost that run
+    run: str
+    seq: int
+    cost: float
+
+
+class LLMCallData(TypedDict, total=False):
+    action: str
+    model: str
+    #: sha-256 (32 hex digits) of the canonical request: what resume and reuse match on
+    fingerprint: str
+    request: dict[str, Any]
+    response: ResponseData
+    #: dollars charged to this run (0 for a reused answer)
+    cost: float
+    latency: float
+    #: a failed attempt: ``"<ErrorType>: <message>"`` (no response)
+    error: str
+    reused: ReusedData
+
+
+class TurnStartedData(TypedDict, total=False):
+    pass
+
+
+class TurnFinishedData(TypedDict, total=False):
+    message_id: str | None
+
+
+class TurnFailedData(TypedDict, total=False):
+    type: str
+    error: str
+
+
+class RoundFinishedData(TypedDict, total=False):
+    messages: int
+    #: role -> the id of the message its turn returned (None: nothing); failed turns are absent
+    turns: dict[str, str | None]
+
+
+class RunStoppedData(TypedDict, total=False):
+    #: ``"n_round"``, ``"idle"``, ``"budget"``, ``"deadline"``, ``"waiting: approval <id>"``, ``"error: <Type>"``
+    reason: str
+    rounds: int
+    cost: float
+    calls: int
+    live_calls: int
+    reused_calls: int
+    saved_cost: float
+
+
+class CheckpointData(TypedDict, total=False):
+    path: str
+    rounds: int
+
+
+class ApprovalRequestedData(TypedDict, total=False):
+    #: ``"<role>-<n>"``: the role's n-th deferred approval of the run
+    id: str
+    role: str
+    round: int
+    #: the invocation's kind (``"tool"``, ``"action"`` …), name and arguments
+    kind: str
+    name: str
+    arguments: dict[str, Any]
+    #: the tool's JSON schema, which an edit is checked against
+    schema: dict[str, Any]
+
+
+class ApprovalDecidedData(TypedDict, total=False):
+    id: str
+    #: ``"approve"``, ``"reject"`` or ``"edit"``
+    verdict: str
+    arguments: dict[str, Any]
+    reason: str
+    #: who answered (``"rolecast runs approve"`` …) and when (Unix time)
+    by: str
+    at: float
+
+
+#: each kind's payload type
+PAYLOADS: dict[str, type] = {
+    "run_started": RunStartedData, "round_started": RoundStartedData, "message": MessageData,
+    "llm_call": LLMCallData, "turn_started": TurnStartedData, "turn_finished": TurnFinishedData,
+    "turn_failed": TurnFailedData, "round_finished": RoundFinishedData, "run_stopped": RunStoppedData,
+    "checkpoint": CheckpointData, "lineage": LineageData, "approval_requested": ApprovalRequestedData,
+    "approval_decided": ApprovalDecidedData,
+}
+
+
+def upgrade(kind: str, data: dict[str, Any], version: int = 1) -> dict[str, Any]:
+    """``data`` of format ``version`` as this version's format (a new dict only where it changes).
+
+    1 → 2 adds only optional fields, so a format-1 payload is already a valid format-2 one; this is
+    where a later format's changes to older payloads go (renamed or restructured fields)."""
+    if version > FORMAT_VERSION:
+        raise ValueError(f"a {kind} event of payload format {version}: this version reads up to {FORMAT_VERSION}")
+    return data
+
+
+def payload(event: RunEvent) -> Any:
+    """The event's payload, in this version's format (its kind's TypedDict: see :data:`PAYLOADS`)."""
+    return upgrade(event.kind, event.data)
+
+
+def llm_call(event: RunEvent) -> LLMCallData:
+    """An ``llm_call`` event's payload."""
+    return cast(LLMCallData, payload(event))
+
+
+def usage(event: RunEvent) -> UsageData:
+    """The tokens of an ``llm_call`` (empty for a failed attempt)."""
+    return llm_call(event).get("response", {}).get("usage", {})
+
+
+def run_started(event: RunEvent) -> RunStartedData:
+    return cast(RunStartedData, payload(event))
+
+
+def run_stopped(event: RunEvent) -> RunStoppedData:
+    return cast(RunStoppedData, payload(event))
+
+
+def message(event: RunEvent) -> dict[str, Any]:
+    """A ``message`` event's message (its JSON)."""
+    return cast(MessageData, payload(event))["message"]
+
+
+def lineage(event: RunEvent) -> LineageData:
+    return cast(LineageData, payload(event))
 
 
 class RunEvent:
@@ -121,9 +338,11 @@ __all__ = [
     "CHECKPOINT",
     "DURABLE_KINDS",
     "EVENT_KINDS",
+    "FORMAT_VERSION",
     "LINEAGE",
     "LLM_CALL",
     "MESSAGE",
+    "PAYLOADS",
     "ROUND_FINISHED",
     "ROUND_STARTED",
     "RUN_STARTED",
@@ -131,6 +350,31 @@ __all__ = [
     "TURN_FAILED",
     "TURN_FINISHED",
     "TURN_STARTED",
+    "ApprovalDecidedData",
+    "ApprovalRequestedData",
+    "CheckpointData",
+    "LLMCallData",
+    "LineageData",
+    "MessageData",
+    "ResponseData",
+    "ReusedData",
+    "RoleData",
+    "RoundFinishedData",
+    "RoundStartedData",
     "RunEvent",
+    "RunStartedData",
+    "RunStoppedData",
+    "TurnFailedData",
+    "TurnFinishedData",
+    "TurnStartedData",
+    "UsageData",
     "encode_data",
+    "lineage",
+    "llm_call",
+    "message",
+    "payload",
+    "run_started",
+    "run_stopped",
+    "upgrade",
+    "usage",
 ]

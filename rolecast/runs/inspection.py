@@ -22,6 +22,8 @@ from .events import (
     RUN_STOPPED,
     TURN_FAILED,
     RunEvent,
+    payload,
+    usage,
 )
 
 ALL = "<all>"
@@ -56,7 +58,7 @@ def list_runs(store: RunStore) -> str:
 
 
 def _describe(event: RunEvent) -> str | None:
-    d = event.data
+    d = payload(event)
     if event.kind == RUN_STARTED:
         roles = ", ".join(f"{r['name']} ({r.get('profile', '')})" for r in d.get("roles", []))
         what = "resumed" if d.get("resumed") else "started"
@@ -78,9 +80,9 @@ def _describe(event: RunEvent) -> str | None:
                     f"{d['reused'].get('run')} (saved ${d['reused'].get('cost', 0):.6f})")
         if d.get("error"):
             return f"    model call by {event.role} in {d.get('action')} failed: {_short(d['error'])}"
-        usage = d.get("response", {}).get("usage", {})
+        tokens = usage(event)
         return (f"    model {d.get('model')} for {event.role}/{d.get('action')}: "
-                f"{usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)} tokens, "
+                f"{tokens.get('prompt_tokens', 0)}+{tokens.get('completion_tokens', 0)} tokens, "
                 f"${d.get('cost', 0):.6f}, {d.get('latency', 0):.2f} s")
     if event.kind == TURN_FAILED:
         return f"  {event.role} failed: {d.get('type')}: {_short(d.get('error', ''))}"
@@ -180,10 +182,10 @@ def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     per_role: dict[str, dict[str, float]] = {}
     for e in _events(store, run_id):
         if e.kind == LLM_CALL and not e.data.get("error"):
-            usage = e.data.get("response", {}).get("usage", {})
+            tokens = usage(e)
             row = per_role.setdefault(e.role or "<none>", {"calls": 0, "tokens": 0, "cost": 0.0})
             row["calls"] += 1
-            row["tokens"] += usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+            row["tokens"] += tokens.get("prompt_tokens", 0) + tokens.get("completion_tokens", 0)
             row["cost"] += e.data.get("cost", 0.0)
     return per_role
 

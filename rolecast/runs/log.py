@@ -62,12 +62,14 @@ from .events import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
     DURABLE_KINDS,
+    FORMAT_VERSION,
     LINEAGE,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
     RUN_STARTED,
     RunEvent,
+    llm_call,
 )
 from .lease import Lease
 
@@ -231,10 +233,10 @@ class RunLog:
                 continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
             if event.kind == LLM_CALL and not event.data.get("error"):
-                data = event.data
+                data = llm_call(event)
                 self._calls[event.role].append(RecordedCall(
                     event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                    data["response"], event.seq, data.get("cost", 0.0), data.get("model", ""),
+                    dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
                     reused="reused" in data,
                 ))
             elif event.kind == MESSAGE:
@@ -266,12 +268,12 @@ class RunLog:
         }
         found = 0
         for event in store.events(parent, [LLM_CALL]):
-            data = event.data
+            data = llm_call(event)
             if data.get("error") or event.seq in used:
                 continue
             found += 1
             call = RecordedCall(event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                                data["response"], event.seq, data.get("cost", 0.0), data.get("model", ""))
+                                dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""))
             self._reuse.setdefault((event.role, call.action, call.fingerprint), deque()).append(call)
         if not found and not used and not store.has_run(parent):
             raise UsageError(f"no run {parent!r} in the store to reuse")
@@ -446,7 +448,7 @@ class RunLog:
         return event
 
     def start(self, data: dict[str, Any]) -> None:
-        kind_data = {**data, "resumed": not self.is_new}
+        kind_data = {**data, "resumed": not self.is_new, "format": FORMAT_VERSION}
         self.emit(RUN_STARTED, kind_data, force=True)
 
     # ----------------------------------------------------------------- messages

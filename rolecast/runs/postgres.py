@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunInUse, StoreError
 from .base import RunInfo, RunStore, run_infos
-from .events import LLM_CALL, MESSAGE, RunEvent
+from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 
 _SCHEMA = """
@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS rolecast_events (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS rolecast_events_kind ON rolecast_events (run_id, kind, seq);
+CREATE TABLE IF NOT EXISTS rolecast_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS rolecast_leases (
     run_id    TEXT PRIMARY KEY,
     host      TEXT NOT NULL,
@@ -72,8 +76,24 @@ class PostgresRunStore(RunStore):
                 # creating the table from several workers at once must not race
                 self._db.execute("SELECT pg_advisory_xact_lock(7460157)")
                 self._db.execute(_SCHEMA)
+                self.format = self._check_format()
         except psycopg.Error as exc:
             raise ConfigError(f"cannot open the PostgreSQL run store {self._safe_dsn()}: {exc}") from exc
+
+    def _check_format(self) -> int:
+        """The payload format the database held (``rolecast_meta``), then marked as this version's."""
+        row = self._db.execute("SELECT value FROM rolecast_meta WHERE key = 'format'").fetchone()
+        if row is None:
+            has_events = self._db.execute("SELECT 1 FROM rolecast_events LIMIT 1").fetchone() is not None
+            found = 1 if has_events else FORMAT_VERSION
+        else:
+            found = int(row[0])
+        if found > FORMAT_VERSION:
+            raise ConfigError(f"the PostgreSQL run store {self._safe_dsn()} holds payload format {found}; this "
+                              f"version of rolecast reads formats 1 to {FORMAT_VERSION}: upgrade rolecast")
+        self._db.execute("INSERT INTO rolecast_meta (key, value) VALUES ('format', %s) "
+                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(FORMAT_VERSION),))
+        return found
 
     def _safe_dsn(self) -> str:
         """The connection string without a password, for messages."""

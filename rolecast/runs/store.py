@@ -42,6 +42,7 @@ from .events import (
     CHECKPOINT,
     DURABLE_KINDS,
     EVENT_KINDS,
+    FORMAT_VERSION,
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -108,6 +109,7 @@ class SQLiteRunStore(RunStore):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA + _journal.SCHEMA)
+            self.format = self._check_format()
         except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
         self._lock = threading.Lock()
@@ -122,6 +124,20 @@ class SQLiteRunStore(RunStore):
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _check_format(self) -> int:
+        """The payload format the file had when opened (``PRAGMA user_version``; 0 on a file of format 1,
+        or a new one), which is then marked as this version's. A newer format is a ConfigError."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > FORMAT_VERSION:
+            raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of rolecast "
+                              f"reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
+        if found == 0:
+            has_events = self._db.execute("SELECT 1 FROM events LIMIT 1").fetchone() is not None
+            found = 1 if has_events else FORMAT_VERSION
+        if found < FORMAT_VERSION or not self._db.execute("PRAGMA user_version").fetchone()[0]:
+            self._db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+        return found
 
     @property
     def in_memory(self) -> bool:
