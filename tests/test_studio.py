@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -631,6 +632,12 @@ def test_a_missing_or_unreadable_store_is_a_config_error(tmp_path):
     (tmp_path / "junk.db").write_text("not a database")
     with pytest.raises(ConfigError, match="cannot read the run store"):
         RunSource(tmp_path / "junk.db")
+    newer = tmp_path / "newer.db"
+    SQLiteRunStore(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(ConfigError, match="payload format 99"):  # never misread
+        RunSource(newer)
 
 
 def test_status_of():

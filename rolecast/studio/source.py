@@ -44,7 +44,7 @@ from ..runs import (
 )
 from ..runs.approvals import VERDICTS
 from ..runs.approvals import decide as decide_approval
-from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, LINEAGE
+from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
 from ..runs.store import POSTGRES_SCHEMES
@@ -308,8 +308,13 @@ class RunSource:
                 # read-only: a page view must never take the write lock from a running team
                 self._db = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False)
                 self._db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
+                found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             except sqlite3.Error as exc:
                 raise ConfigError(f"cannot read the run store {self.path}: {exc}") from exc
+            if found > FORMAT_VERSION:  # (the fields picked by SQL below are those of formats 1 and 2)
+                self._db.close()
+                raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of "
+                                  f"rolecast reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
         elif isinstance(store, (str, os.PathLike, RunStore)):
             self.store = open_store(store, read_only=True)  # a postgresql:// URL, or a store object
             self.path = getattr(self.store, "path", None)
@@ -473,11 +478,12 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            return [EventView(seq, ts, kind, rnd, role, json.loads(data)) for seq, ts, kind, rnd, role, data in rows]
+            return [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
+                    for seq, ts, kind, rnd, role, data in rows]
         out = []
         for e in self._all(run_id):
             if e.seq > after:
-                out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, e.data))
+                out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, upgrade(e.kind, e.data)))
                 if len(out) >= limit:
                     break
         return out
