@@ -685,3 +685,41 @@ def test_shape_groups_a_concurrent_rounds_events_by_role():
     (round_one,) = shape.group(events)
     assert [e.seq for e in round_one.head] == [1] and [e.seq for e in round_one.tail] == [6, 7]
     assert [(t.role, [e.seq for e in t.events]) for t in round_one.turns] == [("A", [2, 5]), ("B", [3, 4])]
+
+
+# ------------------------------------------------------------------------------ PostgreSQL
+def test_the_studio_reads_a_postgresql_store_by_its_url(tmp_path):
+    """A team logs to PostgreSQL (started by the test on 127.0.0.1); the studio serves it by URL."""
+    pytest.importorskip("psycopg")
+    from pg_server import PostgresServer, find_bin
+
+    if find_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    pg = PostgresServer().start()
+    try:
+        run_id = asyncio.run(studio_runs.debate(pg.dsn, rounds=2))
+        source = RunSource(pg.dsn)
+        try:
+            run = source.run(run_id)
+            assert (run.status, run.rounds, run.calls, run.roles) == ("finished", 2, 2, ["Ada", "Ben"])
+            assert [m.sender for m in source.messages(run_id)] == ["user", "Ada", "Ben"]
+            assert [e.seq for e in source.events(run_id, 2, 3)] == [3, 4, 5]
+        finally:
+            source.close()
+        server = studio_runs.serve(pg.dsn)
+        try:
+            page = get(server, f"/runs/{run_id}").body
+            assert "Ben, turn 1: I argue against the motion" in page
+            assert get(server, "/api/runs").json()["runs"][0]["run_id"] == run_id
+        finally:
+            server.stop()
+    finally:
+        pg.stop()
+
+
+def test_a_store_urls_password_is_never_shown():
+    from rolecast.studio.source import redact
+
+    assert redact("postgresql://ada:s3cret@db.example:5432/runs") == "postgresql://ada:***@db.example:5432/runs"
+    assert redact("postgresql://ada@db.example/runs") == "postgresql://ada@db.example/runs"
+    assert redact("/tmp/runs.db") == "/tmp/runs.db"

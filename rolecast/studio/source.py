@@ -6,11 +6,13 @@ The web layer (:mod:`rolecast.studio.app`) never touches a store itself; it asks
 the studio follows the run store (:mod:`rolecast.runs`: stores opened by path or URL, leases;
 forks and approvals from outside the process as they come) by changing this file only.
 
-Reading is built for big runs: a page of events is one range read on the store's primary key
-``(run_id, seq)``, and the totals a page shows (per role, the run list's tokens and cost) are
-summed by SQLite's ``json_extract`` over the run's model calls, not by decoding every payload in
-Python. For a store that is not a SQLite file (the in-memory store the tests use), the same
-answers come from its ``events()`` iterator.
+Reading is built for big runs. A page of events is one range read on the store's primary key
+``(run_id, seq)``. What a page shows of the whole run (its totals per role, its messages for the
+graph, its calls for a comparison, its status and pending approvals) is a :class:`RunSummary`,
+built once from the run's events, with SQLite's ``json_extract`` picking the few fields it needs
+out of each payload (no prompt text is decoded in Python), then kept and brought up to date with
+the events written since; with nothing written (SQLite's ``data_version``), not even that. A
+``postgresql://`` store, or a store object, gives the same answers through its ``events()``.
 
 Steering goes through the runs package too: an approval a run waits for is answered with
 :func:`rolecast.runs.approvals.decide` (an ``approval_decided`` event; the run goes on when its
