@@ -366,6 +366,9 @@ def test_a_pending_approval_is_answered_from_the_page_and_the_rerun_finishes(tmp
         assert get(server, "/api/runs").json()["runs"][0]["status"] == "waiting for approval"
         page = get(server, f"/runs/{run_id}").body
         assert 'data-approval="Calc-1"' in page and "calculator" in page and "6 * 7" in page
+        # the pause is not a failure
+        assert "⏸ paused" in page and "turn-failed" not in page and "mark-paused" in page
+        assert get(server, "/api/runs").json()["runs"][0]["failures"] == 0
         # an edit the tool's schema refuses is refused, and nothing is written
         bad = post(server, f"/runs/{run_id}/approvals/Calc-1",
                    {"csrf": server.csrf, "verdict": "edit", "arguments": '{"colour": "red"}'})
@@ -376,6 +379,7 @@ def test_a_pending_approval_is_answered_from_the_page_and_the_rerun_finishes(tmp
         assert edited.status == 303 and edited.headers["location"] == f"/runs/{run_id}?decided=Calc-1#steer"
         after = get(server, f"/runs/{run_id}?decided=Calc-1").body
         assert "No approval pending." in after and "Answered approval" in after
+        assert 'class="decision decision-edit"' in after and "by rolecast studio" in after
         assert get(server, "/api/runs").json()["runs"][0]["status"] == "paused"
         again = post(server, f"/runs/{run_id}/approvals/Calc-1", {"csrf": server.csrf, "verdict": "approve"})
         assert again.status == 400 and "answered already" in again.body

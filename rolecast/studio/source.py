@@ -69,6 +69,8 @@ INTERRUPTED = "interrupted"
 PAUSED = "paused"
 STATUSES = (RUNNING, WAITING, PAUSED, FINISHED, FAILED, INTERRUPTED)
 _FINISHED_REASONS = frozenset({"n_round", "idle"})
+#: the error a turn stops with to wait for a deferred approval (logged as its turn_failed)
+PAUSE_ERROR = "ApprovalPending"
 
 
 @dataclass
@@ -125,7 +127,14 @@ class EventView:
 
     @property
     def failed(self) -> bool:
-        return self.kind == TURN_FAILED or (self.kind == LLM_CALL and bool(self.data.get("error")))
+        if self.kind == LLM_CALL:
+            return bool(self.data.get("error"))
+        return self.kind == TURN_FAILED and not self.paused
+
+    @property
+    def paused(self) -> bool:
+        """A turn that stopped to wait for a deferred approval: a pause, not a failure."""
+        return self.kind == TURN_FAILED and self.data.get("type") == PAUSE_ERROR
 
 
 @dataclass
@@ -264,7 +273,7 @@ class RunSummary:
                 receivers = receivers_of({"sent_from": sender, "send_to": send_to or []}, self.roles)
                 self.messages.append(MessageView(seq, rnd, sender, receivers, content or "",
                                                  str(cause or "").rsplit(".", 1)[-1], ALL in (send_to or [ALL])))
-            elif kind == TURN_FAILED:
+            elif kind == TURN_FAILED and (facts or {}).get("type") != PAUSE_ERROR:
                 self._totals(role or "-").failures += 1
             elif kind == RUN_STARTED:
                 self.starts += 1
