@@ -154,7 +154,13 @@ class Team(Model):
     crash, only the calls in flight are asked again), and in the database with the other
     events of that turn of the event loop (``durability="batched"``, the default);
     ``"call"`` commits each call alone in the database (one transaction per call costs
-    more, see :mod:`rolecast.runs.log`).
+    more, see :mod:`rolecast.runs.log`). While it runs, the team holds its run's lease: another
+    process opening the same ``run_id`` gets :class:`~rolecast.errors.RunInUse`.
+
+    ``reuse=PARENT`` (with a new ``run_id``) reruns an edited script paying only for what
+    changed: a call whose role, action and request match one of ``PARENT``'s is answered from
+    its log, free. ``fork=PARENT, at=ROUND`` starts the run as a copy of ``PARENT``'s rounds
+    1 … ROUND (answered from the log), then goes live (see :mod:`rolecast.runs.lineage`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises

@@ -10,6 +10,7 @@
     rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
     rolecast runs export RUN      the run's events as JSON lines
     rolecast runs fork|approve|reject|edit|delete|prune …   see rolecast.runs.commands
+    rolecast studio               a local web page over the run store (the studio extra)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from . import __version__, enable_logging
+from . import __version__, enable_logging, studio
 from .config import Config
 from .context import default_context
 from .errors import ConfigError, RolecastError
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("prompt")
     choose.add_argument("n", type=int)
     runs_commands.add_parser(sub)
+    studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     args = parser.parse_args(argv)
 
     enable_logging("DEBUG" if args.verbose else "INFO")
@@ -126,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_ask(args.prompt))
         if args.command == "runs":
             return runs_commands.run(args)
+        if args.command == "studio":
+            studio.require()
+            return studio.run_command(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
         print(printable(f"rolecast: {type(exc).__name__}: {exc}"), file=sys.stderr)  # (names and ids in it escaped)

@@ -118,3 +118,12 @@ def test_two_processes_on_one_run_id_one_runs_and_kill_9_then_an_immediate_resum
     ids = [e.data["message"]["id"] for e in store.events("one", [MESSAGE])]
     assert len(ids) == len(set(ids)) == len(expected)  # nothing interleaved or duplicated
     store.close()
+
+
+def test_a_log_dropped_without_a_run_gives_its_lease_back(tmp_path):
+    import gc
+
+    db = tmp_path / "runs.db"
+    Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_log  # noqa: B018
+    gc.collect()
+    Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_sync(1, idea="x")

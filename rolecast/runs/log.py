@@ -46,6 +46,7 @@ import json
 import threading
 import time
 import uuid
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -215,6 +216,7 @@ class RunLog:
         self.lease: Lease | None = None
         if store is not None and lease and mode != "replay":
             self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
+            weakref.finalize(self, self.lease.release)  # a log dropped without its team's run ending
         if store is not None:
             self._load(store, after_seq)
             if reuse is not None:
