@@ -22,7 +22,7 @@ from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import UsageError
 from rolecast.hooks import Hooks
-from rolecast.llm import create_llm
+from rolecast.llm import as_llm, create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.models import Model
 from rolecast.runs.log import enter_action, exit_action
@@ -182,7 +182,7 @@ class Action(Model):
                 raise UsageError("give llm_name_or_type= or service= (the same thing), not both")
             data["service"] = llm_name_or_type
         super().__init__(**data)
-        self._llm = llm
+        self._llm = as_llm(llm, f"{type(self).__name__}(llm=...)")
         self._context = context
         if config is not None:
             self.config = config
@@ -258,7 +258,7 @@ class Action(Model):
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:
-        self._llm = value
+        self._llm = as_llm(value, f"{self.name}.llm")
 
     @property
     def context(self) -> Context:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from loguru import logger
@@ -177,8 +177,17 @@ class Environment(Model):
             if not role.is_idle:
                 self._mark_ready(role)
 
-    def add_roles(self, roles: Iterable[Role]) -> None:
+    def add_roles(self, roles: Iterable[Role] | Role) -> None:
+        """Add roles; one role (or a Role class, made with no arguments) means a list of one."""
+        if isinstance(roles, Role) or isinstance(roles, type):
+            roles = [roles]  # type: ignore[list-item]
+        elif isinstance(roles, (str, bytes, Mapping)) or not isinstance(roles, Iterable):
+            raise UsageError(f"roles are added as a list of Role instances, not {type(roles).__name__} {roles!r:.80}")
         for role in roles:
+            if isinstance(role, type) and issubclass(role, Role):
+                role = role()
+            if not isinstance(role, Role):
+                raise UsageError(f"only roles (Role instances) can be hired, not {type(role).__name__} {role!r:.80}")
             self.add_role(role)
 
     def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:

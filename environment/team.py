@@ -23,6 +23,7 @@ from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
 from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.events import RunStoppedData
+from rolecast.runs.ids import check_run_id
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
 from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
 from rolecast.runs.store import (
@@ -89,6 +90,13 @@ class History(list[Message]):
         if isinstance(item, str):
             return item in str(self)
         return super().__contains__(item)
+
+
+def _check_idea(idea: Any, method: str) -> str:
+    """The user's idea: text with something in it (``None`` would let the model invent a task)."""
+    if not isinstance(idea, str) or not idea.strip():
+        raise UsageError(f"{method}() takes the idea as text, such as 'write a snake game'; not {idea!r:.80}")
+    return idea
 
 
 def _check_budget_value(investment: Any) -> float:
@@ -218,7 +226,7 @@ class Team(Model):
         self._durability = durability
         self._reuse = reuse
         self._fork = None if fork is None or at is None else (fork, at)
-        self._run_id = run_id or new_run_id()
+        self._run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self._rounds = 0
         if roles:
             self.hire(roles)
@@ -285,7 +293,7 @@ class Team(Model):
     def _checkpoint_dir(self) -> Path:
         store = self.run_log.store
         base = store.home if store is not None and store.home is not None else DEFAULT_STORE_PATH.parent
-        return base / "checkpoints" / self.run_id
+        return base / "checkpoints" / check_run_id(self.run_id)  # one folder inside the store's: never a path
 
     @property
     def runtime(self) -> Runtime | None:
@@ -305,8 +313,8 @@ class Team(Model):
     def cost_manager(self) -> CostManager:
         return self.env.context.cost_manager
 
-    def hire(self, roles: Iterable[Role]) -> None:
-        """Add roles to the team's environment."""
+    def hire(self, roles: Iterable[Role] | Role) -> None:
+        """Add roles to the team's environment (one role alone is a list of one)."""
         self.env.add_roles(roles)
 
     def invest(self, investment: float) -> None:
@@ -319,6 +327,7 @@ class Team(Model):
 
     def run_project(self, idea: str, send_to: str | Iterable[str] = "") -> None:
         """Publish the user's idea as a ``UserRequirement`` message (to everyone, or ``send_to``)."""
+        idea = _check_idea(idea, "run_project")
         self.idea = idea
         self._started(idea=idea)
         self.env.publish_message(
@@ -369,10 +378,17 @@ class Team(Model):
             view.close()  # the summary, also when the run failed; a closed console ignores later events
 
     async def _run(self, n_round: int, idea: str, send_to: str) -> History:
+        if not self.env.roles:
+            self._check_runnable(idea)  # (before the run's lease is taken)
         log = self.run_log
         log.hold_lease()  # (one writer per run: RunInUse if another live process writes it)
         if not idea and not self.idea and not self.env.history.get() and log.recorded_idea:
             idea = log.recorded_idea  # a resumed run (a fork) whose script gives no idea: the one it had
+        try:
+            self._check_runnable(idea)
+        except UsageError:
+            log.release_lease()
+            raise
         log = self._started(n_round, idea)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
@@ -414,8 +430,9 @@ class Team(Model):
             cm = self.cost_manager
             try:
                 stopped: RunStoppedData = {
-                    "reason": reason, "rounds": self._rounds, "cost": cm.total_cost, "calls": cm.total.calls,
-                    "live_calls": log.live_calls, "reused_calls": log.reused_calls, "saved_cost": log.saved_cost,
+                    "reason": reason, "rounds": self._rounds, "n_round": n_round, "cost": cm.total_cost,
+                    "calls": cm.total.calls, "live_calls": log.live_calls, "reused_calls": log.reused_calls,
+                    "saved_cost": log.saved_cost,
                 }
                 log.emit(RUN_STOPPED, dict(stopped), force=True)
             finally:
@@ -443,6 +460,16 @@ class Team(Model):
             if run_deadline is not None and loop.time() >= run_deadline - 0.001:
                 raise DeadlineExceeded("the run", float(self.run_timeout or 0)) from exc
             raise DeadlineExceeded(f"round {self._rounds}", float(self.round_timeout or 0)) from exc
+
+    def _check_runnable(self, idea: Any) -> None:
+        """A run with no roles, or with nothing to start from, would "succeed" doing nothing: refuse it."""
+        if idea:
+            _check_idea(idea, "run")
+        if not self.env.roles:
+            raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
+        if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
+            raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
+                             "or put a message in a role's inbox first")
 
     def _started(self, n_round: int | None = None, idea: str = "") -> RunLog:
         """The run log, with the run's start written (once)."""

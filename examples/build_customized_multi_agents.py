@@ -12,7 +12,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-from artifact_checks import code_problem, function_names, test_problem  # beside this file
+from artifact_checks import code_problem, function_names, test_problem, verdicts  # beside this file
 from loguru import logger
 
 from actions import Action, UserRequirement, parse_code
@@ -181,9 +181,10 @@ def scripted_model(idea: str) -> FunctionLLM:
 
 
 async def main(
-    idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False, console: bool = True
+    idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False, console: bool = True,
+    llm: object = None, strict: bool = False,
 ) -> list[Message]:
-    team = Team(llm=scripted_model(idea) if scripted else None)
+    team = Team(llm=scripted_model(idea) if scripted else llm)
     team.hire([SimpleCoder(), SimpleTester(), SimpleReviewer()])
     team.invest(investment=investment)
     team.run_project(idea)
@@ -193,6 +194,16 @@ async def main(
         for msg in history:
             print(f"--- {msg.sent_from or msg.role} ({msg.cause_by.rsplit('.', 1)[-1]})\n{msg.content}\n")
         print("=== cost ===\n" + team.cost_manager.summary())
+    # what the run produced, judged honestly: each artifact passed its check, or the summary says why not
+    results = await verdicts(list(history))
+    print("=== artifacts ===")
+    for verdict in results:
+        print(verdict.line())
+    failed = [v.artifact for v in results if not v.passed]
+    print(f"{len(results) - len(failed)} of {len(results)} artifacts passed their checks"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if strict and failed:
+        raise SystemExit(1)
     return history
 
 
@@ -203,6 +214,8 @@ if __name__ == "__main__":
     parser.add_argument("--n-round", type=int, default=5)
     parser.add_argument("--scripted", action="store_true", help="use a canned model (no API key, no local model)")
     parser.add_argument("--no-console", action="store_true", help="no live view; print the conversation at the end")
+    parser.add_argument("--strict", action="store_true", help="exit with status 1 when an artifact fails its check")
     args = parser.parse_args()
     enable_logging("INFO" if args.no_console else "WARNING")  # with the live view, logs would only clutter it
-    run_script(main(args.idea, args.investment, args.n_round, args.scripted, console=not args.no_console))
+    run_script(main(args.idea, args.investment, args.n_round, args.scripted, console=not args.no_console,
+                    strict=args.strict))

@@ -100,7 +100,8 @@ async def main(goal: str = GOAL, scripted: bool = False) -> str | None:
     kernel = build_kernel(scripted)
     planner = SequentialPlanner(kernel, max_tries=3)
     try:
-        plan: FunctionPlan = await planner.create_plan(goal)
+        with kernel.context.scope("planner"):  # the cost summary names who made the calls
+            plan: FunctionPlan = await planner.create_plan(goal)
     except ConfigError as exc:
         print(f"No model to run on: {exc}")
         return None
@@ -119,7 +120,8 @@ async def main(goal: str = GOAL, scripted: bool = False) -> str | None:
     if plan.is_empty:
         return None
     try:
-        result = await plan.invoke(kernel)
+        with kernel.context.scope("plan"):
+            result = await plan.invoke(kernel)
     except RolecastError as exc:
         print(f"\nThe plan could not be carried out: {type(exc).__name__}: {exc}")
         return None

@@ -29,6 +29,7 @@ from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
 from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
+from .printable import printable
 from .runs import commands as runs_commands
 
 
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             return runs_commands.run(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
-        print(f"rolecast: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(printable(f"rolecast: {type(exc).__name__}: {exc}"), file=sys.stderr)  # (names and ids in it escaped)
         return 2
 
 

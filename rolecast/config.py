@@ -84,6 +84,11 @@ class OpenAIConfig(_ProviderConfig):
     base_url: str | None = None
     timeout: float = 60.0
     max_retries: int = 3
+    deadline: float | None = Field(
+        default=None, gt=0,
+        description="seconds one call may take in all, its retries and Retry-After waits included; "
+        "None = timeout × (max_retries + 1)",
+    )
     structured_outputs: bool | None = Field(
         default=None,
         description="whether the server accepts response_format json_schema; None = try it and fall back on an error",

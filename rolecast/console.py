@@ -25,8 +25,10 @@ from typing import Any, TextIO, TypeVar
 
 from .cost import CostManager
 from .errors import RolecastError
+from .printable import printable
 from .runs import events as run_events
 from .runs.approvals import EXIT_WAITING
+from .runs.events import STATE_INVALID
 from .runs.store import (
     LLM_CALL,
     MESSAGE,
@@ -62,7 +64,8 @@ class RoleStats:
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({self.profile})" if self.profile and self.profile != self.name else self.name
+        """The role as shown: its name (and profile), control characters escaped."""
+        return printable(f"{self.name} ({self.profile})" if self.profile and self.profile != self.name else self.name)
 
 
 def _action_name(cause_by: str) -> str:
@@ -148,7 +151,8 @@ class RunConsole:
             stats.profile = str(spec.get("profile") or "")
         idea = str(data.get("idea") or "")
         what = "resuming run" if data.get("resumed") else "run"
-        head = f"{what} {event.run_id} · team {data.get('team') or '-'} · {len(self.roles)} role(s)"
+        team = printable(data.get("team") or "-")
+        head = f"{what} {printable(event.run_id)} · team {team} · {len(self.roles)} role(s)"
         budget = data.get("investment")
         if budget is not None:
             head += f" · budget ${float(budget):.2f}"
@@ -202,10 +206,10 @@ class RunConsole:
         if stats is not None:
             stats.messages += 1
             stats.state = "sent a message"
-        label = stats.label if stats is not None else sender
+        label = stats.label if stats is not None else printable(sender)
         action = _action_name(str(message.get("cause_by") or ""))
-        head = f"{label} → {_receivers(message.get('send_to'))}" + (f" · {action}" if action else "")
-        body = _clip(str(message.get("content") or ""), self.max_lines, 4000)
+        head = printable(f"{label} → {_receivers(message.get('send_to'))}" + (f" · {action}" if action else ""))
+        body = printable(_clip(str(message.get("content") or ""), self.max_lines, 4000), lines=True)
         if self.rich:
             from rich.padding import Padding
             from rich.text import Text
@@ -228,6 +232,14 @@ class RunConsole:
         kind = event.data.get("type") or "error"
         self._line(f"✗ {stats.label} failed: {kind}: {error}", style="bold red")
 
+    def _on_state_invalid(self, event: RunEvent) -> None:
+        stats = self.stats(event.role)
+        stats.state = "invalid choice"
+        n = int(event.data.get("n_options") or 0)
+        raw = str(event.data.get("raw") or "")[:200]
+        self._line(f"! {stats.label}: the answer to \"choose the next action\" was {raw!r}, not a number "
+                   f"from -1 to {n - 1}; its turn ended", style="yellow")
+
     def _on_run_stopped(self, event: RunEvent) -> None:
         self.stop_reason = str(event.data.get("reason") or "")
         self.reused_calls = int(event.data.get("reused_calls") or 0)
@@ -248,6 +260,7 @@ class RunConsole:
         MESSAGE: _on_message,
         TURN_FINISHED: _on_turn_finished,
         TURN_FAILED: _on_turn_failed,
+        STATE_INVALID: _on_state_invalid,
         RUN_STOPPED: _on_run_stopped,
     }
 
@@ -277,21 +290,22 @@ class RunConsole:
         total_cost = self.total_cost if self.total_cost is not None else sum(r[5] for r in rows)
         totals = ("total", *(sum(int(r[i]) for r in rows) for i in range(1, 5)), total_cost)
         reason = self.stop_reason or "unfinished"
-        footer = f"stopped: {reason} after {self.rounds} round(s) · run id {self.run_id or '-'}"
+        footer = printable(f"stopped: {reason} after {self.rounds} round(s) · run id {self.run_id or '-'}")
         if self.reused_calls:
             footer += (f"\nmodel calls: {self.live_calls} live, {self.reused_calls} reused "
                        f"(saved ${self.saved_cost:.4f})")
         headers = ("role", "messages", "calls", "prompt tok", "completion tok", "cost")
         if self.rich:
             from rich.table import Table
+            from rich.text import Text
 
             table = Table(title="run summary", title_justify="left")
             for i, name in enumerate(headers):
                 table.add_column(name, justify="left" if i == 0 else "right")
             for row in [*rows, totals]:
-                table.add_row(str(row[0]), *(str(v) for v in row[1:5]), f"${row[5]:.4f}")
+                table.add_row(Text(str(row[0])), *(str(v) for v in row[1:5]), f"${row[5]:.4f}")  # not markup
             self._print(table)
-            self._print(footer)
+            self._line(footer)
             return
         cells = [[str(r[0]), *(str(v) for v in r[1:5]), f"${r[5]:.4f}"] for r in [*rows, totals]]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
@@ -314,9 +328,9 @@ class RunConsole:
         for s in self.roles.values():
             calls, prompt, completion, cost = self.figures(s)
             table.add_row(
-                Text(s.label, style="bold"), Text(s.state, style="magenta"),
+                Text(s.label, style="bold"), Text(printable(s.state), style="magenta"),
                 f"{calls} calls", f"{prompt + completion} tok · ${cost:.4f}",
-                Text(s.streamed.replace("\n", " ⏎ ")[-70:], style="dim"),
+                Text(printable(s.streamed.replace("\n", " ⏎ ")[-70:]), style="dim"),
             )
         return table
 
@@ -328,6 +342,8 @@ class RunConsole:
         (self._live.console if self._live is not None else self._console).print(renderable)
 
     def _line(self, text: str, *, style: str | None = None) -> None:
+        """Print one line (or a few): control characters in it are shown escaped, never sent raw."""
+        text = printable(text, lines=True)
         if self.rich:
             from rich.text import Text
 
@@ -337,8 +353,12 @@ class RunConsole:
             self.file.flush()
 
     def _rule(self, title: str) -> None:
+        title = printable(title)
         if self.rich:
-            self._console.rule(title) if self._live is None else self._live.console.rule(title)
+            from rich.text import Text  # (a str title would be read as rich markup)
+
+            console = self._console if self._live is None else self._live.console
+            console.rule(Text(title))
         else:
             self._line(f"── {title} ──")
 

@@ -19,8 +19,9 @@ from loguru import logger
 
 from .config import Config
 from .cost import CostManager
+from .errors import UsageError
 from .hooks import Hooks
-from .llm import create_llm
+from .llm import as_llm, create_llm
 from .llm.base import BaseLLM
 from .metering import Meter, default_cost_manager, enter_meter, exit_meter
 from .runs.log import RunLog
@@ -53,6 +54,10 @@ class AttrDict:
         return f"AttrDict({self.__dict__!r})"
 
 
+def _no_model(name: str) -> BaseLLM:
+    raise UsageError(f"the named model {name!r} is None: give a model or a model name")
+
+
 class Context:
     """Configuration, the default model, named services, costs and hooks of one run.
 
@@ -70,8 +75,12 @@ class Context:
         hooks: Hooks | None = None,
     ):
         self._config = config
-        self._default = llm
-        self._services: dict[str, BaseLLM] = dict(llms or {})
+        self._default = as_llm(llm, "Context(llm=...)")
+        if llms is not None and not isinstance(llms, dict):
+            raise UsageError(f"llms= takes a dict of named models, not {type(llms).__name__}")
+        self._services: dict[str, BaseLLM] = {
+            name: as_llm(model, f"llms[{name!r}]") or _no_model(name) for name, model in (llms or {}).items()
+        }
         self.cost_manager = cost_manager or CostManager()
         self.hooks = hooks or Hooks()
         self.kwargs = AttrDict()
@@ -88,7 +97,7 @@ class Context:
         return self._config
 
     def set_llm(self, llm: BaseLLM) -> None:
-        self._default = llm
+        self._default = as_llm(llm, "the default model (llm=...)")
 
     @property
     def given_llm(self) -> BaseLLM | None:
@@ -102,7 +111,7 @@ class Context:
 
     def add_service(self, name: str, llm: BaseLLM) -> None:
         """Register a named model (Semantic Kernel's ``add_service`` with a service id)."""
-        self._services[name] = llm
+        self._services[name] = as_llm(llm, f"add_service({name!r}, ...)") or _no_model(name)
 
     @property
     def services(self) -> dict[str, BaseLLM]:

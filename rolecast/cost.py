@@ -28,6 +28,8 @@ from .errors import BudgetExceeded
 # so dated snapshots ("gpt-4o-mini-2024-07-18") find their family's price.
 #: how often a call waiting for a model's lone call in flight looks again (see CostManager.admit)
 _SOLO_POLL_S = 0.002
+#: the by_role key of calls made outside any role (a kernel or a planner called directly)
+NO_ROLE = "<none>"
 
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "gpt-5": (1.25, 10.0),
@@ -295,7 +297,7 @@ class CostManager:
         self, model: str, role: str | None, prompt_tokens: int, completion_tokens: int, cost: float, failed: bool
     ) -> None:
         """Add one attempt to the totals (the caller holds the lock)."""
-        role = role or "<none>"
+        role = role or NO_ROLE
         by_model = self.by_model.get(model)
         if by_model is None:
             by_model = self.by_model[model] = UsageTotals()
@@ -305,9 +307,11 @@ class CostManager:
         _add_to((self.total, by_model, by_role), prompt_tokens, completion_tokens, cost, failed)
 
     def summary(self) -> str:
-        """One line per role plus the total, for logs and the CLI."""
+        """One line per role plus the total, for logs and the CLI (calls made outside any role:
+        "outside roles")."""
         lines = [
-            f"{name}: {t.calls} calls{_failed(t)}, {t.prompt_tokens}+{t.completion_tokens} tokens, ${t.cost:.6f}"
+            f"{'outside roles' if name == NO_ROLE else name}: {t.calls} calls{_failed(t)}, "
+            f"{t.prompt_tokens}+{t.completion_tokens} tokens, ${t.cost:.6f}"
             for name, t in sorted(self.by_role.items())
         ]
         budget = "no limit" if self.max_budget is None else f"${self.max_budget:.4f}"

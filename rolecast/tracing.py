@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .context import current_scope
 from .errors import ConfigError
 from .hooks import Hooks, Invocation
+from .runs.events import STATE_INVALID
 from .runs.store import (
     LLM_CALL,
     MESSAGE,
@@ -171,6 +172,14 @@ class RunTracer:
             self._fail(span, error, kind)
         self._end_turn(event.role, event.ts)
 
+    def _on_state_invalid(self, event: RunEvent) -> None:
+        span = self._turns.get(event.role) or self._round or self._run
+        if span is not None:
+            span.add_event("state_invalid", {
+                "rolecast.role": event.role, "rolecast.state.raw": _text(str(event.data.get("raw") or "")),
+                "rolecast.state.n_options": int(event.data.get("n_options") or 0),
+            }, timestamp=_ns(event.ts))
+
     def _on_round_finished(self, event: RunEvent) -> None:
         self._end_round(event.ts)
 
@@ -188,6 +197,7 @@ class RunTracer:
         RUN_STARTED: _on_run_started, ROUND_STARTED: _on_round_started, TURN_STARTED: _on_turn_started,
         MESSAGE: _on_message, LLM_CALL: _on_llm_call, TURN_FINISHED: _on_turn_finished,
         TURN_FAILED: _on_turn_failed, ROUND_FINISHED: _on_round_finished, RUN_STOPPED: _on_run_stopped,
+        STATE_INVALID: _on_state_invalid,
     }
 
     # ------------------------------------------------------ actions and tools

@@ -21,7 +21,7 @@ remembered once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loguru import logger
@@ -45,9 +45,11 @@ from rolecast.classes import class_path, loaded_subclass
 from rolecast.config import Config
 from rolecast.context import Context, current_context
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
+from rolecast.llm import as_llm
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.models import Model
+from rolecast.runs.events import STATE_INVALID
 from rolecast.usage import reject_unknown_keywords
 
 from .context import RoleContext, RoleReactMode
@@ -63,6 +65,18 @@ INIT_KEYWORDS = frozenset(
 # the react modes a turn asks about (a module's name is read faster than an enum's member)
 _BY_ORDER = RoleReactMode.BY_ORDER
 _PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
+
+
+def _action_list(actions: Any, role: Any) -> list[Any]:
+    """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
+    a mapping or a non-iterable is a UsageError saying what is expected."""
+    if isinstance(actions, Action) or (isinstance(actions, type) and issubclass(actions, Action)):
+        return [actions]
+    if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Iterable):
+        who = getattr(role, "name", "") or type(role).__name__
+        raise UsageError(f"{who}: actions= takes a list of Action instances or classes, "
+                         f"not {type(actions).__name__} {actions!r:.80}")
+    return list(actions)
 
 
 class Role(MetaGPTSDK, Inbox, Model):
@@ -154,6 +168,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         react_mode = data.pop("react_mode", None)
         max_react_loop = data.pop("max_react_loop", None)
         super().__init__(**data)
+        llm = as_llm(llm, f"{type(self).__name__}(llm=...)")
         if self.is_human:
             if llm is not None and not isinstance(llm, HumanProvider):
                 raise UsageError(f"{type(self).__name__}(is_human=True) is played by a person, not by {llm!r}; "
@@ -171,7 +186,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         self.set_addresses({any_to_str(self), self.name, self.profile})
         self._watch(watch if watch is not None else [UserRequirement])
         if actions:
-            self.set_actions([Action.restore(a) if isinstance(a, dict) else a for a in actions])
+            self.set_actions([Action.restore(a) if isinstance(a, dict) else a for a in _action_list(actions, self)])
         if rc is not None:
             self._restore_context(rc)
         if react_mode is not None:
@@ -199,6 +214,7 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:
+        value = as_llm(value, f"{self.name}.llm")
         self._llm = value
         for action in self.actions:
             action.set_role_llm(value, override=self.is_human)
@@ -305,6 +321,7 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     def set_actions(self, actions: Sequence[Action | type[Action]]) -> None:
         """Replace this role's actions (classes are instantiated); their order is the states'."""
+        actions = _action_list(actions, self)
         self.actions = []
         self.states = []
         for item in actions:
@@ -381,6 +398,9 @@ class Role(MetaGPTSDK, Inbox, Model):
             next_state = await self.llm.choose(prompt, n)
         except InvalidChoice as exc:
             logger.warning("{}: invalid state answer {!r}; ending this turn", self._setting, exc.raw)
+            log = self.context.run_log  # the console, `rolecast runs show` and traces show it
+            if log is not None:
+                log.emit(STATE_INVALID, {"raw": exc.raw, "n_options": n, "error": str(exc)}, role=self.name)
             next_state = -1
         if next_state == -1:
             logger.debug("{}: chose -1, done", self._setting)

@@ -183,7 +183,8 @@ async def test_closed_port_is_a_connection_error() -> None:
 
 async def test_slow_server_is_a_timeout(server: FakeOpenAIServer) -> None:
     server.handler = lambda _r: Reply(delay=1.5, text="too late")
-    llm = make_llm(server.url, timeout=0.2, max_retries=1)
+    # (deadline: room for the retry whatever the first request costs; the deadline has tests of its own)
+    llm = make_llm(server.url, timeout=0.2, max_retries=1, deadline=10)
     with pytest.raises(LLMTimeoutError) as info:
         await llm.ask("x")
     assert info.value.__cause__ is not None

@@ -18,6 +18,7 @@ from rolecast.errors import RunInUse
 from rolecast.runs import LLM_CALL, MESSAGE, RUN_STARTED, MemoryRunStore, SQLiteRunStore
 from rolecast.runs.lease import HOST, Holder, Lease
 from rolecast.testing import FunctionLLM
+from roles import Role
 
 SCRIPT = Path(__file__).parent / "scripts" / "durable_team.py"
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,13 +75,13 @@ def test_the_heartbeat_renews_the_lease_while_the_run_lives(tmp_path):
 
 async def test_a_team_holds_its_run_while_it_runs_and_gives_it_back_after(tmp_path):
     db = tmp_path / "runs.db"
-    team = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held")
+    team = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A")])
     log = team.run_log
     with pytest.raises(RunInUse):
         Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held").run_log  # noqa: B018
     await team.run(1, idea="x")
     assert SQLiteRunStore(db).holder("held") is None  # given back: a later script resumes it
-    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held")
+    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A")])
     await again.run(1, idea="x")
     assert log.lease is not None and not log.lease.held
 
@@ -125,4 +126,6 @@ def test_a_log_dropped_without_a_run_gives_its_lease_back(tmp_path):
     db = tmp_path / "runs.db"
     Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_log  # noqa: B018
     gc.collect()
-    Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_sync(1, idea="x")
+    assert SQLiteRunStore(db).holder("dropped") is None  # given back when the log was collected
+    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped")
+    assert again.run_log.lease is not None and again.run_log.lease.held

@@ -33,6 +33,8 @@ from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
+#: stands for /proc/self/fd/<the i-th handle> in the command (sandbox.HANDLE; this file imports nothing of rolecast)
+HANDLE = "@rolecast-handle-{}@"
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 CAP_LAST = 63
@@ -326,10 +328,18 @@ def start(cfg: dict[str, Any], cgroups: list[str]) -> tuple[int, list[Capture]]:
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.chdir(cfg["cwd"])
+            # opened while still root: the interpreter's directories, reached through these handles
+            # by a uid that cannot search the directories above them (see sandbox.HANDLE)
+            handles = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in cfg.get("handles") or ()]
+            argv = list(cfg["argv"])
+            for i, handle in enumerate(handles):
+                os.set_inheritable(handle, True)
+                argv = [a.replace(HANDLE.format(i), f"/proc/self/fd/{handle}") for a in argv]
             confine(cfg, cgroups)
-            os.closerange(3, write_end)  # the error pipe closes itself at exec (close-on-exec)
-            os.closerange(write_end + 1, 65536)
-            os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
+            keep = sorted({write_end, *handles})  # the error pipe closes itself at exec (close-on-exec)
+            for low, high in zip([2, *keep], [*keep, 65536], strict=True):
+                os.closerange(low + 1, high)
+            os.execve(argv[0], argv, cfg["env"])
         except BaseException as exc:  # report why, then die: nothing of the code ran
             with contextlib.suppress(OSError):
                 os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:2000])

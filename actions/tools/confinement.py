@@ -103,22 +103,56 @@ def landlock_rules(
     }
 
 
-async def _runs_as(uid: int) -> bool:
-    """Whether a process with ``uid`` can start this interpreter (not under a 0700 home, say)."""
+async def _runs_as(uid: int, via_handle: bool = False) -> bool:
+    """Whether a process with ``uid`` can start this interpreter (not under a 0700 home, say).
+
+    ``via_handle``: started as :func:`interpreter_handle` says, through a directory handle the
+    parent opened — which reaches the interpreter's files without searching the directories
+    above them (``/root``).
+    """
+    handle = os.open(interpreter_handle()[0], os.O_PATH | os.O_DIRECTORY) if via_handle else None
     try:
+        executable = f"/proc/self/fd/{handle}/{interpreter_handle()[1]}" if handle is not None else sys.executable
         probe = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-c", "pass", user=uid, group=uid, extra_groups=[],
+            executable, "-I", "-c", "import json, os", user=uid, group=uid, extra_groups=[],
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, cwd="/",
+            pass_fds=[handle] if handle is not None else [],
         )  # fmt: skip
         return await asyncio.wait_for(probe.wait(), 10) == 0
     except (OSError, asyncio.TimeoutError, ValueError):
         return False
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+def interpreter_handle() -> tuple[str, str]:
+    """(the interpreter's installation directory, its executable relative to it).
+
+    As root with the interpreter under a directory other users cannot search (``/root/.pyenv``),
+    the supervisor opens that directory (an ``O_PATH`` handle) before it gives up root, and the
+    code's process starts ``/proc/self/fd/<handle>/bin/python3.x``: the kernel resolves the handle
+    to the directory itself, so only the directories below it — world-readable, as an
+    installation's are — are searched, and the code runs under a uid of its own.
+    """
+    home = os.path.realpath(sys.base_prefix)
+    return home, os.path.relpath(os.path.realpath(sys.executable), home)
+
+
+#: what to do when the code cannot get a uid of its own (said once, in the warning)
+UID_ADVICE = (
+    "to run it under a uid of its own, make the interpreter usable by other users (install Python "
+    "outside /root, e.g. in /usr/local or /opt, or let others search the directories above {exe}), run "
+    "the framework as a user other than root, or pass user=<an unprivileged user> to run_python"
+)
 
 
 async def sandbox_uid(user: str | int | None) -> int | None:
     """The uid the code runs as: ``user`` if given, else (as root) a fresh one if the interpreter allows.
 
-    ``None`` means the framework's own uid — as root, with every capability dropped.
+    ``None`` means the framework's own uid — as root, with every capability dropped. A fresh uid
+    is used whether the interpreter is reachable by path or only through a handle of the
+    supervisor's (:func:`uid_via_handle` then says so).
     """
     if user is not None:
         if isinstance(user, int):
@@ -130,12 +164,42 @@ async def sandbox_uid(user: str | int | None) -> int | None:
         return None
     if "uid_ok" not in _PROBED:
         _PROBED["uid_ok"] = await _runs_as(_fresh_uid())
+        _PROBED["uid_via_handle"] = False
+        if not _PROBED["uid_ok"] and sys.platform.startswith("linux"):
+            _PROBED["uid_ok"] = _PROBED["uid_via_handle"] = await _runs_as(_fresh_uid(), via_handle=True)
         if not _PROBED["uid_ok"]:
             logger.warning(
-                "sandbox: the interpreter {} is not usable by other users; code runs as uid 0 "
-                "without capabilities instead of a uid of its own", sys.executable
+                "sandbox: model code runs as uid 0 (root) with every capability dropped, because the "
+                "interpreter {} cannot be started by another user; " + UID_ADVICE,
+                sys.executable, exe=sys.executable,
             )
     return _fresh_uid() if _PROBED["uid_ok"] else None
+
+
+def usable_by_others(path: str, *, write: bool) -> bool:
+    """Whether a user of no group of the owner's may read (or ``write``) ``path``: the paths a
+    caller grants the code must be, for the code to run under a uid of its own."""
+    import stat
+
+    target = os.path.realpath(path)
+    if not os.path.exists(target):
+        return write and usable_by_others(os.path.dirname(target), write=True)
+    parts = target.split(os.sep)
+    for i in range(1, len(parts) - 1):  # every directory above must be searchable
+        ancestor = os.sep + os.path.join(*parts[1 : i + 1]) if i else os.sep
+        if not os.stat(ancestor).st_mode & stat.S_IXOTH:
+            return False
+    mode = os.stat(target).st_mode
+    need = stat.S_IWOTH if write else stat.S_IROTH
+    if stat.S_ISDIR(mode):
+        need |= stat.S_IXOTH
+    return mode & need == need
+
+
+def uid_via_handle() -> bool:
+    """Whether the code's uid reaches the interpreter only through the supervisor's handle
+    (probed by :func:`sandbox_uid`, which runs first)."""
+    return bool(_PROBED.get("uid_via_handle"))
 
 
 def _fresh_uid() -> int:
@@ -198,10 +262,14 @@ async def sandbox_report() -> dict[str, Any]:
 
 
 __all__ = [
+    "UID_ADVICE",
+    "interpreter_handle",
     "landlock_abi",
     "landlock_rules",
     "namespace_prefix",
     "protect_framework",
     "sandbox_report",
     "sandbox_uid",
+    "uid_via_handle",
+    "usable_by_others",
 ]

@@ -14,8 +14,11 @@ cap, or when the caller is cancelled. The code gets:
   ``RLIMIT_CORE`` = 0, ``RLIMIT_NPROC`` where it counts), a cap on the processes and
   on the memory of the whole tree (a cgroup where one can be made, else watched by the
   supervisor), its own session;
-* as root: a uid of its own (when the interpreter is usable by other users), else no
-  capabilities at all; ``PR_SET_NO_NEW_PRIVS`` always;
+* as root: a uid of its own — also when the interpreter lies under a directory other
+  users cannot search (``/root/.pyenv``): the supervisor then starts it through a handle
+  to its installation directory, opened while it is still root — else (no Linux ``/proc``)
+  uid 0 with no capabilities at all, and a warning that says how to get a uid of its own;
+  ``PR_SET_NO_NEW_PRIVS`` always;
 * a Landlock domain where the kernel has Landlock: it reads only the system, the
   interpreter and ``read_paths``, writes only in its directory and ``write_paths``,
   opens no TCP connection (unless ``network=True``), and cannot signal or ptrace
@@ -46,6 +49,7 @@ import json
 import math
 import os
 import signal
+import site
 import sys
 import tempfile
 import time
@@ -54,17 +58,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from rolecast.errors import SandboxError
 
-from .confinement import landlock_abi, landlock_rules, namespace_prefix, protect_framework, sandbox_uid
+from .confinement import (
+    interpreter_handle,
+    landlock_abi,
+    landlock_rules,
+    namespace_prefix,
+    protect_framework,
+    sandbox_uid,
+    uid_via_handle,
+    usable_by_others,
+)
+
+#: in the supervisor's configuration, stands for ``/proc/self/fd/<the i-th handle>`` (see ``handles``)
+HANDLE = "@rolecast-handle-{}@"
 
 # Runs in the child before the model's code (the supervisor has confined it): replay earlier cells
 # with their output discarded, then run the cell. ``code.InteractiveInterpreter``
 # runs every cell in one shared namespace, like a REPL; "single" mode compilation of
 # a trailing expression echoes its value when asked to.
 _BOOTSTRAP = r"""
-import ast, code, json, os, sys
+import ast, code, json, os, site, sys
 cfg = json.loads(sys.argv[1])
+for directory in cfg.get("site", ()):  # a virtual environment's packages (an interpreter started by handle)
+    site.addsitedir(directory)
+if sys.executable.startswith("/proc/self/"):  # started by handle: a path this process's children reach too
+    sys.executable = sys._base_executable = f"/proc/{os.getpid()}/" + sys.executable[len("/proc/self/"):]
 
 class Cell(code.InteractiveInterpreter):
     failed = False
@@ -246,8 +268,11 @@ async def run_python(
         echo_last_expression: print the value of a trailing expression, like a REPL.
         max_file_mb: largest file the code may write (``RLIMIT_FSIZE``).
         max_processes: processes the tree may hold at once; None for no cap.
-        user: run as this user or uid (needs root); by default, as root, a fresh uid when
-            the interpreter is usable by other users, else uid 0 with no capabilities.
+        user: run as this user or uid (needs root); by default, as root, a fresh uid (the
+            interpreter reached by path, or through a handle where other users cannot search
+            the directories above it); uid 0 with no capabilities only where neither works
+            (a warning says what to do) or for a call whose ``read_paths`` / ``write_paths``
+            other users cannot use.
         namespaces: on Linux, also isolate the tree in its own PID/mount (and network)
             namespaces when ``unshare`` allows it.
         network: keep network access (otherwise it has none with namespaces, and no TCP
@@ -265,6 +290,15 @@ async def run_python(
     started = time.monotonic()
     protect_framework()
     uid = await sandbox_uid(user) if os.name == "posix" else None
+    if uid is not None and user is None:
+        closed = [os.fspath(p) for p in write_paths if not usable_by_others(os.fspath(p), write=True)]
+        closed += [os.fspath(p) for p in read_paths if not usable_by_others(os.fspath(p), write=False)]
+        if closed:
+            # paths the caller granted that a uid of the sandbox's own could not use: this call runs
+            # as uid 0 without capabilities (the owner's access, nothing more), as it must to use them
+            logger.info("sandbox: {} not usable by other users; this code runs as uid 0 without capabilities",
+                        ", ".join(closed))
+            uid = None
     with tempfile.TemporaryDirectory(prefix="rolecast-sandbox-", ignore_cleanup_errors=True) as workdir, \
             tempfile.TemporaryDirectory(prefix="rolecast-output-", ignore_cleanup_errors=True) as outdir:  # fmt: skip
         prefix = await namespace_prefix(network) if namespaces else None
@@ -315,9 +349,21 @@ def _config(
     if uid is not None:
         for name in (".", *setup_files, main):
             os.chown(os.path.join(workdir, name), uid, uid)  # its own directory, nobody else's
-    boot = {"setup": setup_files, "main": main, "echo": echo}
+    boot: dict[str, Any] = {"setup": setup_files, "main": main, "echo": echo}
+    executable, handles = sys.executable, []
+    if uid is not None and uid_via_handle():
+        # the uid cannot search the directories above the interpreter: start it through a handle
+        # to its installation, and hand it the virtual environment's packages the same way
+        home, relative = interpreter_handle()
+        executable = f"{HANDLE.format(0)}/{relative}"
+        handles = [home]
+        if sys.prefix != sys.base_prefix:
+            extra = [d for d in site.getsitepackages() if os.path.isdir(d) and not d.startswith(home + os.sep)]
+            boot["site"] = [HANDLE.format(len(handles) + i) for i in range(len(extra))]
+            handles += extra
     return {
-        "argv": [sys.executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(boot)],
+        "argv": [executable, "-I", "-B", "-X", "utf8", "-c", _BOOTSTRAP, json.dumps(boot)],
+        "handles": handles,
         "cwd": workdir,
         "env": sandbox_env(workdir, env),
         "limits": limits,

@@ -8,12 +8,13 @@ Their SDKs are imported on first use: importing rolecast never imports ``openai`
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 from loguru import logger
 
-from ..config import AutoConfig, LocalConfig, ProviderConfig
-from ..errors import ConfigError
+from ..config import AutoConfig, Config, LocalConfig, ProviderConfig
+from ..errors import ConfigError, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -37,6 +38,7 @@ __all__ = [
     "StructuredRequest",
     "ToolCall",
     "Usage",
+    "as_llm",
     "choice_schema",
     "create_llm",
     "local_model_available",
@@ -79,3 +81,22 @@ def create_llm(cfg: ProviderConfig, **kwargs: Any) -> BaseLLM:
     if isinstance(cfg, AutoConfig):
         cfg = LocalConfig(model=cfg.model, settings=cfg.settings)
     return create_provider(provider, cfg, **kwargs)
+
+
+def as_llm(value: Any, where: str) -> BaseLLM | None:
+    """What a user passed as ``llm=``, as a model: a :class:`BaseLLM` as is, None as None, and a
+    model name (``"gpt-4o"``, a ``.gguf`` path) built through the provider registry — with the
+    configuration's key and server (files and environment), the name in place of its model.
+
+    Anything else is a :class:`~rolecast.errors.UsageError` that says what ``where`` takes,
+    at once, not an ``AttributeError`` in the middle of a run.
+    """
+    if value is None or isinstance(value, BaseLLM):
+        return value
+    if isinstance(value, str) and value.strip():
+        environ = {**os.environ, "ROLECAST_MODEL": value.strip()}
+        return create_llm(Config.from_env(environ).llm)
+    raise UsageError(
+        f"{where} takes a model (a BaseLLM such as OpenAILLM or ScriptedLLM) or a model name such as "
+        f"'gpt-4o-mini', not {type(value).__name__} {value!r:.80}"
+    )

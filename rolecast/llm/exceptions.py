@@ -29,6 +29,8 @@ from ..errors import (
     LLMTimeoutError,
     RolecastError,
 )
+from ..jsonutil import check_depth
+from .openai_wire import MAX_BODY_DEPTH
 
 __all__ = [
     "ExceptionMapping",
@@ -73,7 +75,7 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
         return LLMAPIError(
             f"the model server answered HTTP {exc.status_code}: {exc.message}",
             status_code=exc.status_code,
-            body=exc.body,
+            body=_bounded_body(exc),
         )
 
     def too_slow(exc: Any) -> RolecastError:
@@ -95,6 +97,16 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
             f"the model server's answer could not be used: {exc}", status_code=getattr(exc, "status_code", None)
         ),
     }
+
+
+def _bounded_body(exc: Any) -> Any:
+    """An error status's body as the SDK decoded it, or its first 2,000 characters when it nests too
+    deep for the run log's encoder and ``repr`` (a hostile server's ``[[[…]]]``)."""
+    try:
+        check_depth(exc.body, MAX_BODY_DEPTH)
+    except RolecastError:
+        return str(getattr(getattr(exc, "response", None), "text", ""))[:2000]
+    return exc.body
 
 
 def openai_errors(attempts: Callable[[], int] = lambda: 1, url: str = "") -> AbstractContextManager[None]:

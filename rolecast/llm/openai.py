@@ -29,7 +29,7 @@ import contextlib
 import json
 import random
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from loguru import logger
 
@@ -58,7 +58,7 @@ from .base import (
     truncate_at_stop,
 )
 from .exceptions import openai_errors
-from .openai_wire import StreamState, check_response, retry_after
+from .openai_wire import StreamState, check_response, read_model, retry_after
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
@@ -118,6 +118,12 @@ class OpenAILLM(BaseLLM):
     ``settings.timeout``) bounds each attempt as a whole — not each read, so a server
     trickling bytes cannot stretch a call — and every attempt, failed ones too, is
     metered.
+
+    ``deadline`` bounds one call in all: its attempts and the waits between them
+    together (default: ``timeout × (max_retries + 1)``, what the attempts alone could
+    take). No attempt runs past it, and a wait that would end past it — a
+    ``Retry-After: 3600``, a long backoff — is not begun: the call fails at once with
+    the last attempt's error, which says so.
     """
 
     supports_json_schema = True
@@ -140,6 +146,7 @@ class OpenAILLM(BaseLLM):
         retry_after_max: float = 30.0,
         http_client: Any = None,
         grammars: bool | None = None,
+        deadline: float | None = None,
     ):
         super().__init__(model, settings)
         if api_key is None and not base_url:
@@ -155,6 +162,9 @@ class OpenAILLM(BaseLLM):
         self.retry_max = retry_max
         self.retry_jitter = retry_jitter
         self.retry_after_max = retry_after_max
+        if deadline is not None and not deadline > 0:
+            raise ConfigError(f"OpenAILLM(deadline=...) must be a positive number of seconds, not {deadline!r}")
+        self.deadline = deadline
         # True = always send response_format, False = never, None = try and learn.
         self.structured_outputs = structured_outputs
         self.supports_json_schema = structured_outputs is not False
@@ -178,6 +188,7 @@ class OpenAILLM(BaseLLM):
             "base_url": cfg.base_url,
             "timeout": cfg.timeout,
             "max_retries": cfg.max_retries,
+            "deadline": cfg.deadline,
             "structured_outputs": cfg.structured_outputs,
             "grammars": cfg.grammars,
             "settings": cfg.settings,
@@ -206,6 +217,8 @@ class OpenAILLM(BaseLLM):
                 http_client=self._http_client,
             )
             self._client_loop = loop
+            # the SDK imports its resources on first use: here, not inside the first call's deadline
+            _ = self._client.chat.completions.with_raw_response, _sdk_type("chat")
         return self._client
 
     async def aclose(self) -> None:
@@ -243,7 +256,7 @@ class OpenAILLM(BaseLLM):
 
     async def _create(
         self, params: dict[str, Any], probe: str | None = None, *, check: bool = True, raw: bool = False,
-        endpoint: str = "chat",
+        endpoint: str = "chat", ends: float | None = None,
     ) -> Any:
         """One request, retried on transient errors, SDK errors mapped to rolecast errors.
 
@@ -254,9 +267,11 @@ class OpenAILLM(BaseLLM):
         Each attempt must finish within the timeout (as a whole); with ``check`` its
         answer must be a usable chat completion, or it counts as a failed attempt. With
         ``raw`` the HTTP response comes back unread (a stream, parsed by :meth:`_stream`).
+        ``ends`` is the call's deadline on the loop's clock (see the class's ``deadline``);
+        a call that makes several requests (learning a server's fields) passes its own.
         """
         import openai
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_any
 
         def should_retry(exc: BaseException) -> bool:
             if probe and isinstance(exc, openai.APIStatusError) and probe in str(exc):
@@ -266,25 +281,61 @@ class OpenAILLM(BaseLLM):
         client = self._get_client()
         attempts = 0
         limit = float(params.get("timeout") or self.timeout)
+        loop = asyncio.get_running_loop()
+        if ends is None:
+            ends = loop.time() + self._total(limit)
+        cut_short = ""  # why the retries stopped before they were all used
+
+        def out_of_time(state: Any) -> bool:
+            """Stop when the wait before the next attempt would end at or past the deadline."""
+            nonlocal cut_short
+            left = ends - loop.time()
+            wait = float(state.upcoming_sleep or 0.0)
+            if wait < left:
+                return False
+            asked = retry_after(state.outcome.exception() if state.outcome else None)
+            why = f"the server asked to wait {asked:g} s" if asked is not None else f"the next wait is {wait:.2g} s"
+            cut_short = f"not retried: {why}, past the call's deadline ({max(0.0, left):.2g} s left)"
+            return True
+
         retrying = AsyncRetrying(
             retry=retry_if_exception(should_retry),
-            stop=stop_after_attempt(self.max_retries + 1),
+            stop=stop_any(stop_after_attempt(self.max_retries + 1), cast(Any, out_of_time)),
             wait=self._wait,
             before_sleep=self._before_sleep,
             reraise=True,
         )
-        with openai_errors(attempts=lambda: attempts, url=self.server_url):
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    if endpoint == "embeddings":
-                        return await asyncio.wait_for(client.embeddings.create(**params), limit)
-                    create = client.chat.completions.with_raw_response.create if raw else client.chat.completions.create
-                    response = await asyncio.wait_for(create(**params), limit)
-                    if raw:
-                        return response.http_response
-                    return check_response(response) if check else response
+        try:
+            with openai_errors(attempts=lambda: attempts, url=self.server_url):
+                async for attempt in retrying:
+                    with attempt:
+                        attempts += 1
+                        # each attempt within its own timeout and what is left of the call's deadline
+                        limit = min(limit, max(0.0, ends - loop.time()))
+                        # the body comes back unread by the SDK: it is decoded here, bounded (openai_wire)
+                        if endpoint == "embeddings":
+                            create = client.embeddings.with_raw_response.create
+                            response = await asyncio.wait_for(create(**params), limit)
+                            return read_model(response.http_response, _sdk_type("embeddings"), "embeddings")
+                        create = client.chat.completions.with_raw_response.create
+                        response = await asyncio.wait_for(create(**params), limit)
+                        if raw:
+                            return response.http_response
+                        completion = read_model(response.http_response, _sdk_type("chat"))
+                        return check_response(completion) if check else completion
+        except LLMError as exc:
+            if cut_short and exc.args:
+                exc.args = (f"{exc.args[0]}; {cut_short}", *exc.args[1:])
+            raise
         raise AssertionError("unreachable: tenacity either returns or re-raises")  # pragma: no cover
+
+    def _ends(self, params: dict[str, Any]) -> float:
+        """When a call with these ``params`` must be over, on the running loop's clock."""
+        return asyncio.get_running_loop().time() + self._total(float(params.get("timeout") or self.timeout))
+
+    def _total(self, limit: float) -> float:
+        """The deadline of one call in seconds: ``deadline``, else what its attempts alone could take."""
+        return self.deadline if self.deadline is not None else limit * (self.max_retries + 1)
 
     def _wait(self, state: Any) -> float:
         """Exponential backoff with jitter, or the server's ``Retry-After`` (capped) when it sent one."""
@@ -301,7 +352,7 @@ class OpenAILLM(BaseLLM):
         if exc is not None:
             self._attempt_failed(exc)  # the seam meters the last attempt; the retried ones are metered here
 
-    async def _create_structured(self, params: dict[str, Any], request: StructuredRequest) -> Any:
+    async def _create_structured(self, params: dict[str, Any], request: StructuredRequest, ends: float) -> Any:
         """Send ``params`` constrained to ``request.schema`` in the best format the server takes.
 
         Formats are tried in order — OpenAI's ``json_schema``, then llama-cpp-python's
@@ -310,7 +361,7 @@ class OpenAILLM(BaseLLM):
         ``structured_outputs`` becomes False: the schema is in the prompt anyway.
         """
         if self.structured_outputs is False:
-            return await self._create(params)
+            return await self._create(params, ends=ends)
         if self.structured_outputs is True:
             kinds = [self._format_kind or "json_schema"]
         else:
@@ -320,7 +371,7 @@ class OpenAILLM(BaseLLM):
             fmt = _response_format(kind, request)
             try:
                 response = await self._create({**params, "response_format": fmt},
-                                              probe="response_format" if learning else None)
+                                              probe="response_format" if learning else None, ends=ends)
             except LLMAPIError as exc:
                 if not learning or not _rejects_field(exc, "response_format"):
                     raise
@@ -331,25 +382,27 @@ class OpenAILLM(BaseLLM):
                 self.structured_outputs = True
                 self._format_kind = kind
             return response
-        response = await self._create(params)
+        response = await self._create(params, ends=ends)
         # only now: the format, not the request, was the problem
         self.structured_outputs = False
         self.supports_json_schema = False
         return response
 
-    async def _create_grammar(self, params: dict[str, Any], grammar: str) -> Any:
+    async def _create_grammar(self, params: dict[str, Any], grammar: str, ends: float) -> Any:
         """Send ``params`` with ``grammar`` in the fields servers read it from, learning whether they may."""
         if self.grammars is False:
-            return await self._create(params)
+            return await self._create(params, ends=ends)
         extra = {**params.get("extra_body", {}), **{name: grammar for name in _GRAMMAR_FIELDS}}
         learning = self.grammars is None
         try:
-            response = await self._create({**params, "extra_body": extra}, probe="grammar" if learning else None)
+            response = await self._create(
+                {**params, "extra_body": extra}, probe="grammar" if learning else None, ends=ends
+            )
         except LLMAPIError as exc:
             if not learning or not _rejects_field(exc, "grammar"):
                 raise
             logger.info("{}: the server rejected a grammar ({}); asking without one", self, exc)
-            response = await self._create(params)
+            response = await self._create(params, ends=ends)
             # only now: the grammar, not the request, was the problem
             self.grammars = False
             self.supports_grammar = False
@@ -358,22 +411,22 @@ class OpenAILLM(BaseLLM):
             self.grammars = True
         return response
 
-    async def _create_stream(self, params: dict[str, Any]) -> Any:
+    async def _create_stream(self, params: dict[str, Any], ends: float) -> Any:
         """Open a stream, asking for usage in its last chunk unless the server is known to refuse."""
         params = {**params, "stream": True}
         if self._stream_usage is False:
-            return await self._create(params, raw=True)
+            return await self._create(params, raw=True, ends=ends)
         with_usage = {**params, "stream_options": {"include_usage": True}}
         if self._stream_usage:
-            return await self._create(with_usage, raw=True)
+            return await self._create(with_usage, raw=True, ends=ends)
         try:
-            stream = await self._create(with_usage, probe="stream_options", raw=True)
+            stream = await self._create(with_usage, probe="stream_options", raw=True, ends=ends)
         except LLMAPIError as exc:
             if not _rejects_field(exc, "stream_options"):
                 raise
             logger.info("{}: the server rejected stream_options ({}); streaming without usage", self, exc)
             self._attempt_failed(exc)
-            stream = await self._create(params, raw=True)
+            stream = await self._create(params, raw=True, ends=ends)
             self._stream_usage = False
             return stream
         self._stream_usage = True
@@ -409,12 +462,13 @@ class OpenAILLM(BaseLLM):
         grammar: str | None = None,
     ) -> Completion:
         params = self._params(messages, stop, settings, tools)
+        ends = self._ends(params)
         if structured is not None:
-            response = await self._create_structured(params, structured)
+            response = await self._create_structured(params, structured, ends)
         elif grammar is not None:
-            response = await self._create_grammar(params, grammar)
+            response = await self._create_grammar(params, grammar, ends)
         else:
-            response = await self._create(params)
+            response = await self._create(params, ends=ends)
         return self._completion(response, stop)
 
     async def _stream(
@@ -423,10 +477,9 @@ class OpenAILLM(BaseLLM):
         """Read the server-sent events ourselves: a stream must end with ``[DONE]`` or a
         ``finish_reason``; a cut, garbled or non-SSE stream is a typed error, never a short answer."""
         params = self._params(messages, stop, settings)
-        limit = float(params.get("timeout") or self.timeout)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + limit
-        response = await self._create_stream(params)
+        deadline = self._ends(params)  # the whole call's: opening the stream (retried) and reading it
+        response = await self._create_stream(params, deadline)
         state = StreamState()
         try:
             kind = response.headers.get("content-type", "")
@@ -439,7 +492,10 @@ class OpenAILLM(BaseLLM):
                 except StopAsyncIteration:
                     line = None
                 except (asyncio.TimeoutError, TimeoutError) as exc:
-                    raise LLMTimeoutError(f"the streamed answer did not finish within {limit:g} s") from exc
+                    raise LLMTimeoutError(
+                        f"the streamed answer did not finish within the call's deadline "
+                        f"({self._total(float(params.get('timeout') or self.timeout)):g} s)"
+                    ) from exc
                 except Exception as exc:  # the connection broke mid-stream
                     raise LLMIncompleteError(f"the stream broke off: {type(exc).__name__}: {exc}") from exc
                 for piece in state.feed(line):
@@ -472,7 +528,7 @@ class OpenAILLM(BaseLLM):
         params: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.settings.timeout is not None:
             params["timeout"] = self.settings.timeout
-        response = await self._create(params, endpoint="embeddings")
+        response = await self._create(params, endpoint="embeddings", ends=self._ends(params))
         data = sorted(response.data or [], key=lambda d: d.index)
         if len(data) != len(texts) or any(not d.embedding for d in data):
             raise LLMAPIError(f"the embeddings server returned {len(data)} vectors for {len(texts)} texts")
@@ -497,11 +553,22 @@ class OpenAILLM(BaseLLM):
         return completion
 
 
+def _sdk_type(endpoint: str) -> Any:
+    """The SDK's model of an endpoint's answer (imported on first use, as ``openai`` is)."""
+    if endpoint == "embeddings":
+        from openai.types import CreateEmbeddingResponse
+
+        return CreateEmbeddingResponse
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion
+
+
 def _choice_from_json(text: str) -> str:
     """``{"choice": 3}`` → ``"3"``; anything else is returned as is for strict parsing."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # the model's text, nested absurdly deep: not a choice
         return text
     if isinstance(value, dict):
         value = value.get("choice")

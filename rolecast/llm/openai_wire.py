@@ -3,11 +3,18 @@
 Whatever a server sends that is not a usable chat completion becomes a typed error
 here (:class:`~rolecast.errors.LLMResponseError` and its kinds), never an
 ``AttributeError`` or a silently short answer.
+
+Every JSON body a server sends — a completion, embeddings, each event of a stream — is
+decoded here by :func:`load_body`, bounded: at most :data:`MAX_BODY_BYTES`, nested at
+most :data:`MAX_BODY_DEPTH` deep. A hostile or broken server (200 kB of ``[[[…]]]``)
+gets an ``LLMResponseError``, never a ``RecursionError`` from the JSON decoder or from
+the SDK's recursive model building afterwards.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -15,7 +22,74 @@ from typing import Any
 from ..errors import LLMAPIError, LLMEmptyAnswerError, LLMResponseError
 from .base import Usage
 
-__all__ = ["StreamState", "check_response", "retry_after"]
+__all__ = [
+    "MAX_BODY_BYTES", "MAX_BODY_DEPTH", "StreamState", "check_response", "load_body", "read_model", "retry_after",
+]
+
+#: the largest body decoded (embeddings of a large batch fit; a completion is a few kB)
+MAX_BODY_BYTES = 64 * 1024 * 1024
+#: the deepest nesting of a server's JSON accepted (a chat completion with logprobs nests 6 deep)
+MAX_BODY_DEPTH = 32
+
+
+def load_body(data: bytes | str, what: str = "answer") -> Any:
+    """Decode one JSON body of a server, bounded in size and depth; :class:`LLMResponseError` otherwise.
+
+    Nesting deeper than :data:`MAX_BODY_DEPTH` is found by one linear scan before anything
+    recursive — the standard library's decoder, the SDK's model building, ``repr``, the run
+    log's encoder — sees the body.
+    """
+    if len(data) > MAX_BODY_BYTES:
+        raise LLMResponseError(
+            f"the model server's {what} is {len(data):,} bytes, more than the {MAX_BODY_BYTES:,} accepted",
+            body=data[:200],
+        )
+    if _nests_deeper(data, MAX_BODY_DEPTH):
+        raise LLMResponseError(
+            f"the model server's {what} is JSON nested deeper than {MAX_BODY_DEPTH} levels", body=data[:200]
+        )
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # (RecursionError: not after the check above; kept typed anyway)
+        raise LLMResponseError(
+            f"the model server's {what} is not JSON ({exc}): {data[:200]!r}", body=data[:2000]
+        ) from exc
+
+
+# a whole JSON string (skipped: brackets in it do not nest), or one bracket; linear, no backtracking
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_STRUCTURE_BYTES = re.compile(_STRUCTURE.pattern.encode())
+
+
+def _nests_deeper(data: bytes | str, limit: int) -> bool:
+    """Whether the JSON text ``data`` opens more than ``limit`` arrays/objects inside each other.
+
+    One pass of a regular expression over the text: strings are skipped whole in C, so only the
+    brackets cost Python work (an embeddings body of 100 × 1,536 numbers has about 200)."""
+    depth = 0
+    pattern = _STRUCTURE_BYTES if isinstance(data, bytes) else _STRUCTURE
+    opening = (b"[", b"{") if isinstance(data, bytes) else ("[", "{")
+    closing = (b"]", b"}") if isinstance(data, bytes) else ("]", "}")
+    for match in pattern.finditer(data):  # type: ignore[arg-type]
+        token = match.group()
+        if token in opening:
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in closing:
+            depth -= 1
+    return False
+
+
+def read_model(http_response: Any, model: Any, what: str = "answer") -> Any:
+    """The SDK's ``model`` type (``ChatCompletion``, ``CreateEmbeddingResponse``) built from a read
+    HTTP response after :func:`load_body` bounded it; a body that is not an object is refused."""
+    data = load_body(http_response.content, what)
+    if not isinstance(data, dict):
+        raise LLMResponseError(
+            f"the model server's {what} is not a JSON object: {http_response.content[:200]!r}", body=data
+        )
+    return model.construct(**data)
 
 
 def retry_after(exc: BaseException | None) -> float | None:
@@ -86,10 +160,7 @@ class StreamState:
         if data.strip() == "[DONE]":
             self.done = True
             return []
-        try:
-            event = json.loads(data)
-        except ValueError as exc:
-            raise LLMResponseError(f"the stream sent an event that is not JSON: {data[:200]!r}") from exc
+        event = load_body(data, "stream event")
         if not isinstance(event, dict):
             raise LLMResponseError(f"the stream sent an event that is not an object: {data[:200]!r}")
         if event.get("error"):

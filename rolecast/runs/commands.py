@@ -33,6 +33,8 @@ from .approvals import approvals, decide
 from .lineage import fork_run
 from .store import DEFAULT_STORE_PATH, open_store
 
+#: the commands that only read: they open the store read-only (a store on read-only media works)
+READERS = frozenset({"list", "show", "graph", "export", "approvals"})
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -85,9 +87,13 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Carry out ``rolecast runs …``; the exit status."""
     where = args.store or os.environ.get("ROLECAST_STORE") or str(DEFAULT_STORE_PATH)
-    store = open_store(where, read_only=True)
-    assert store is not None
     command = args.runs_command
+    store = open_store(where, read_only=True)  # (a store that is not there is a ConfigError, not a new one)
+    assert store is not None
+    if command not in READERS:  # fork, approve, delete … write: the store opened for writing
+        store.close()
+        store = open_store(where)
+        assert store is not None
     try:
         if command == "list":
             print(inspection.list_runs(store))

@@ -14,10 +14,13 @@ llm_call            :class:`LLMCallData` — role's action, model, fingerprint, 
                     cost, latency; ``error`` for a failed attempt; ``reused`` for an answer
                     taken from another run's log
 turn_started        :class:`TurnStartedData` — (empty: the role is the event's ``role``)
+state_invalid       :class:`StateInvalidData` — a state-selection answer that was no valid
+                    choice (the raw answer, the number of options): the role's turn ended
 turn_finished       :class:`TurnFinishedData` — the id of the message the turn returned
 turn_failed         :class:`TurnFailedData` — the error's type and text
 round_finished      :class:`RoundFinishedData` — messages published; each finished turn's message
-run_stopped         :class:`RunStoppedData` — why, rounds, cost, calls (live, reused, saved)
+run_stopped         :class:`RunStoppedData` — why, rounds (and the ``n_round`` asked), cost, calls
+                    (live, reused, saved)
 checkpoint          :class:`CheckpointData` — where ``Team.serialize`` saved the team
 lineage             :class:`LineageData` — a fork (parent, round) or a rerun reusing a parent
 approval_requested  :class:`ApprovalRequestedData` — a deferred approval's question
@@ -40,7 +43,7 @@ import json
 import time
 from typing import Any, TypedDict, cast
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 #: the payload format this version writes (see the module docstring)
 FORMAT_VERSION = 2
@@ -51,6 +54,8 @@ ROUND_STARTED = "round_started"
 MESSAGE = "message"
 LLM_CALL = "llm_call"
 TURN_STARTED = "turn_started"
+#: a role's answer to "which action next?" was not a valid choice; its turn ended ({"raw", "n_options", "error"})
+STATE_INVALID = "state_invalid"
 TURN_FINISHED = "turn_finished"
 TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
@@ -69,7 +74,7 @@ DURABLE_KINDS = frozenset({
     APPROVAL_DECIDED,
 })
 EVENT_KINDS = (
-    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, TURN_FINISHED, TURN_FAILED,
+    RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED,
 )
 
@@ -150,6 +155,14 @@ class TurnStartedData(TypedDict, total=False):
     pass
 
 
+class StateInvalidData(TypedDict, total=False):
+    #: the model's answer to "which action next?", as it came
+    raw: str
+    #: how many actions it could choose from (a valid answer is -1 … n_options - 1)
+    n_options: int
+    error: str
+
+
 class TurnFinishedData(TypedDict, total=False):
     message_id: str | None
 
@@ -169,6 +182,8 @@ class RunStoppedData(TypedDict, total=False):
     #: ``"n_round"``, ``"idle"``, ``"budget"``, ``"deadline"``, ``"waiting: approval <id>"``, ``"error: <Type>"``
     reason: str
     rounds: int
+    #: the rounds ``run`` was asked for (a run started by ``run_project`` logs them only here)
+    n_round: int
     cost: float
     calls: int
     live_calls: int
@@ -208,7 +223,8 @@ class ApprovalDecidedData(TypedDict, total=False):
 #: each kind's payload type
 PAYLOADS: dict[str, type] = {
     "run_started": RunStartedData, "round_started": RoundStartedData, "message": MessageData,
-    "llm_call": LLMCallData, "turn_started": TurnStartedData, "turn_finished": TurnFinishedData,
+    "llm_call": LLMCallData, "turn_started": TurnStartedData, "state_invalid": StateInvalidData,
+    "turn_finished": TurnFinishedData,
     "turn_failed": TurnFailedData, "round_finished": RoundFinishedData, "run_stopped": RunStoppedData,
     "checkpoint": CheckpointData, "lineage": LineageData, "approval_requested": ApprovalRequestedData,
     "approval_decided": ApprovalDecidedData,
@@ -319,17 +335,31 @@ class RunEvent:
     __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-             "round": self.round, "role": self.role, "data": self.data},
-            ensure_ascii=False,
-        )
+        """The event as one line of JSON (``rolecast runs export``); text that UTF-8 cannot hold
+        (a lone surrogate a model wrote) is written as JSON's ``\\ud800`` escape, so the line prints."""
+        record = {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
+                  "round": self.round, "role": self.role, "data": self.data}
+        line = json.dumps(record, ensure_ascii=False)
+        if not line.isascii():
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                return json.dumps(record, ensure_ascii=True)
+        return line
 
 
 def encode_data(data: dict[str, Any]) -> str:
     """An event's payload as JSON text (what every store writes); anything JSON has no type for
-    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed."""
-    return to_json(data, fallback=str).decode()
+    is written as its ``str()``. pydantic-core's encoder: four times the standard library's speed.
+
+    Text that UTF-8 cannot hold — a lone surrogate (``\\ud800``) in what a model returned — is kept,
+    as JSON's own escape (the standard library's encoder with ``ensure_ascii``): decoding the
+    payload gives back the very string the role saw.
+    """
+    try:
+        return to_json(data, fallback=str).decode()
+    except PydanticSerializationError:
+        return json.dumps(data, ensure_ascii=True, default=str)
 
 
 __all__ = [
@@ -347,6 +377,7 @@ __all__ = [
     "ROUND_STARTED",
     "RUN_STARTED",
     "RUN_STOPPED",
+    "STATE_INVALID",
     "TURN_FAILED",
     "TURN_FINISHED",
     "TURN_STARTED",
@@ -364,6 +395,7 @@ __all__ = [
     "RunEvent",
     "RunStartedData",
     "RunStoppedData",
+    "StateInvalidData",
     "TurnFailedData",
     "TurnFinishedData",
     "TurnStartedData",

@@ -2,16 +2,24 @@
 
 What ``rolecast runs list|show|graph|export`` prints; each function returns text so
 that it can be used (and tested) without the command line.
+
+Names, ids and texts in a run come from users and models: the list and the timeline show
+control characters in them escaped (:func:`~rolecast.printable.printable`), and the graphs
+quote and escape every identifier and label (a participant whose name is not a plain word
+gets an id of its own, ``_p0``, ``_p1`` …, and its name is only a label), so nothing in a run
+adds a line, an attribute or a node to a diagram.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from ..cost import NO_ROLE
 from ..errors import UsageError
+from ..printable import printable
 from .base import RunStore
 from .events import (
     LINEAGE,
@@ -20,25 +28,27 @@ from .events import (
     ROUND_STARTED,
     RUN_STARTED,
     RUN_STOPPED,
+    STATE_INVALID,
     TURN_FAILED,
     RunEvent,
     payload,
     usage,
 )
+from .ids import check_run_id
 
 ALL = "<all>"
 PREVIEW = 100
 
 
 def _short(text: str, limit: int = PREVIEW) -> str:
-    text = " ".join(str(text).split())
+    text = printable(" ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _events(store: RunStore, run_id: str) -> list[RunEvent]:
-    events = list(store.events(run_id))
+    events = list(store.events(check_run_id(run_id)))
     if not events:
-        known = ", ".join(r.run_id for r in store.runs()[:5]) or "none"
+        known = ", ".join(printable(r.run_id) for r in store.runs()[:5]) or "none"
         raise UsageError(f"no run {run_id!r} in the store (recent runs: {known})")
     return events
 
@@ -51,43 +61,63 @@ def list_runs(store: RunStore) -> str:
     lines = [f"{'run id':<26} {'started':<19} {'rounds':>6} {'messages':>8} {'calls':>6}  stop      idea"]
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
-        origin = f"  ({r.origin})" if r.origin else ""
-        lines.append(f"{r.run_id:<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
+        origin = f"  ({printable(r.origin)})" if r.origin else ""
+        lines.append(f"{printable(r.run_id):<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
                      f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}{origin}")
     return "\n".join(lines)
 
 
+#: what a model call was for, when no action made it (the request's kind)
+_CALL_PURPOSE = {"choose": "choose the next action", "embed": "embed text", "complete": "a call outside an action"}
+
+
+def _caller(role: str, d: Any) -> str:
+    """Who made a model call: ``role/action``, or for a call made in no action what it was for
+    (``Carl (choose the next action)``: a state choice), never an empty ``Carl/``."""
+    action = d.get("action")
+    if action:
+        return f"{role}/{_short(action, 60)}"
+    kind = (d.get("request") or {}).get("kind") if isinstance(d.get("request"), dict) else None
+    return f"{role} ({_CALL_PURPOSE.get(str(kind), 'no action')})"
+
+
 def _describe(event: RunEvent) -> str | None:
     d = payload(event)
+    role = printable(event.role)
     if event.kind == RUN_STARTED:
-        roles = ", ".join(f"{r['name']} ({r.get('profile', '')})" for r in d.get("roles", []))
+        roles = ", ".join(f"{printable(r['name'])} ({printable(r.get('profile', ''))})" for r in d.get("roles", []))
         what = "resumed" if d.get("resumed") else "started"
-        return f"run {event.run_id} {what}: idea {_short(d.get('idea', ''))!r}; roles {roles}"
+        return f"run {printable(event.run_id)} {what}: idea {_short(d.get('idea', ''))!r}; roles {roles}"
     if event.kind == ROUND_STARTED:
         return f"round {event.round}"
     if event.kind == MESSAGE:
         m = d["message"]
-        to = ", ".join(m.get("send_to") or [ALL])
-        action = str(m.get("cause_by", "")).rsplit(".", 1)[-1]
-        return f"  {m.get('sent_from') or '?'} → {to} [{action}]: {_short(m.get('content', ''))}"
+        to = printable(", ".join(m.get("send_to") or [ALL]))
+        action = printable(str(m.get("cause_by", "")).rsplit(".", 1)[-1])
+        return f"  {printable(m.get('sent_from') or '?')} → {to} [{action}]: {_short(m.get('content', ''))}"
     if event.kind == LINEAGE:
         if d.get("relation") == "fork":
-            return f"run {event.run_id}: fork of {d.get('parent')} at round {d.get('at')}"
-        return f"run {event.run_id}: reuses the answers of {d.get('parent')}"
+            return f"run {printable(event.run_id)}: fork of {printable(d.get('parent'))} at round {d.get('at')}"
+        return f"run {printable(event.run_id)}: reuses the answers of {printable(d.get('parent'))}"
     if event.kind == LLM_CALL:
         if "reused" in d:
-            return (f"    model {d.get('model')} for {event.role}/{d.get('action')}: reused from "
-                    f"{d['reused'].get('run')} (saved ${d['reused'].get('cost', 0):.6f})")
+            return (f"    model {printable(d.get('model'))} for {_caller(role, d)}: reused from "
+                    f"{printable(d['reused'].get('run'))} (saved ${d['reused'].get('cost', 0):.6f})")
         if d.get("error"):
-            return f"    model call by {event.role} in {d.get('action')} failed: {_short(d['error'])}"
+            return f"    model call by {_caller(role, d)} failed: {_short(d['error'])}"
         tokens = usage(event)
-        return (f"    model {d.get('model')} for {event.role}/{d.get('action')}: "
+        return (f"    model {printable(d.get('model'))} for {_caller(role, d)}: "
                 f"{tokens.get('prompt_tokens', 0)}+{tokens.get('completion_tokens', 0)} tokens, "
                 f"${d.get('cost', 0):.6f}, {d.get('latency', 0):.2f} s")
+    if event.kind == STATE_INVALID:
+        n = int(d.get("n_options") or 0)
+        return (f"  {role}: the answer to \"choose the next action\" was {_short(d.get('raw', ''), 200)!r}, "
+                f"not a number from -1 to {n - 1}: its turn ended")
     if event.kind == TURN_FAILED:
-        return f"  {event.role} failed: {d.get('type')}: {_short(d.get('error', ''))}"
+        return f"  {role} failed: {printable(d.get('type'))}: {_short(d.get('error', ''))}"
     if event.kind == RUN_STOPPED:
-        return (f"stopped ({d.get('reason')}) after {d.get('rounds')} round(s): "
+        asked = f" of {d['n_round']}" if d.get("n_round") else ""
+        return (f"stopped ({printable(d.get('reason'))}) after {d.get('rounds')}{asked} round(s): "
                 f"{d.get('calls', 0)} model call(s), ${d.get('cost', 0):.6f}")
     return None
 
@@ -146,34 +176,78 @@ def _flow(events: list[RunEvent]) -> tuple[list[str], list[tuple[int, str, str, 
     return participants, edges
 
 
-def _ident(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name) or "_"
+_PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+# words with a meaning in a Mermaid sequence diagram or in DOT: never an id
+_KEYWORDS = frozenset(
+    "participant actor as note loop alt else opt par and rect end activate deactivate title autonumber critical "
+    "break box over left right of sequencediagram links link properties details create destroy "
+    "node edge graph digraph subgraph strict".split()
+)
+
+
+def _graph_id(name: str, i: int) -> str:
+    """A participant's id in a diagram: its name when that is a plain word (``Ada``), else
+    ``_p<i>`` — an id no plain name can be, so ids never collide and never carry syntax."""
+    return name if _PLAIN_NAME.fullmatch(name) and name.lower() not in _KEYWORDS else f"_p{i}"
+
+
+def _mermaid_text(text: str) -> str:
+    """Text for a Mermaid label or message: every character but letters, digits, space and ``_.,()-``
+    written as an entity code (``#35;`` for ``#``), so no text adds a line or a statement."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in " _.,()-" else f"#{ord(c)};" for c in printable(text))
+
+
+def _dot_string(text: str) -> str:
+    """A Graphviz double-quoted string: control characters shown escaped, ``\\`` and ``"`` escaped
+    (no escString such as ``\\N`` or ``\\G`` is left for Graphviz to expand)."""
+    return '"' + printable(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def graph_run(store: RunStore, run_id: str, fmt: str = "mermaid") -> str:
-    """The message flow as a Mermaid sequence diagram or a Graphviz digraph."""
+    """The message flow as a Mermaid sequence diagram or a Graphviz digraph.
+
+    A participant's id is its name when that is a plain word, else ``_p<i>``; its name and every
+    message are labels, escaped for the format (DOT ids are quoted too).
+    """
+    if fmt not in ("mermaid", "dot"):
+        raise UsageError(f"graph format must be 'mermaid' or 'dot', not {fmt!r}")
     participants, edges = _flow(_events(store, run_id))
+    ids = {name: _graph_id(name, i) for i, name in enumerate(participants)}
     if fmt == "mermaid":
-        lines = ["sequenceDiagram"] + [f"    participant {_ident(p)} as {p}" for p in participants]
+        lines = ["sequenceDiagram"] + [f"    participant {ids[p]} as {_mermaid_text(p)}" for p in participants]
         current = None
         for rnd, sender, receiver, text in edges:
             if rnd != current:
                 current = rnd
-                lines.append(f"    Note over {_ident(participants[0])},{_ident(participants[-1])}: round {rnd}")
-            lines.append(f"    {_ident(sender)}->>{_ident(receiver)}: {text.replace(';', ',').replace('#', '')}")
+                lines.append(f"    Note over {ids[participants[0]]},{ids[participants[-1]]}: round {int(rnd)}")
+            lines.append(f"    {ids[sender]}->>{ids[receiver]}: {_mermaid_text(text)}")
         return "\n".join(lines)
-    if fmt == "dot":
-        lines = ["digraph run {", "    rankdir=LR;"] + [f'    "{p}";' for p in participants]
-        for rnd, sender, receiver, text in edges:
-            label = json.dumps(f"r{rnd}: {text}")
-            lines.append(f'    "{sender}" -> "{receiver}" [label={label}];')
-        return "\n".join([*lines, "}"])
-    raise UsageError(f"graph format must be 'mermaid' or 'dot', not {fmt!r}")
+    node = {p: _dot_string(ids[p]) for p in participants}
+    lines = ["digraph run {", "    rankdir=LR;"] + [f"    {node[p]} [label={_dot_string(p)}];" for p in participants]
+    for rnd, sender, receiver, text in edges:
+        lines.append(f"    {node[sender]} -> {node[receiver]} [label={_dot_string(f'r{int(rnd)}: {text}')}];")
+    return "\n".join([*lines, "}"])
 
 
 def export_run(store: RunStore, run_id: str) -> Iterator[str]:
-    """The run's events as JSON lines."""
-    for event in _events(store, run_id):
+    """The run's events as JSON lines.
+
+    A run whose idea was given with ``Team.run_project`` logged its start before ``run`` said how
+    many rounds to run: its ``run_started`` line gets ``n_round`` from the ``run_stopped`` that
+    follows it (which records it), instead of ``null``.
+    """
+    events = _events(store, run_id)
+    asked: dict[int, Any] = {}  # the index of a run_started -> the n_round its run_stopped records
+    start = None
+    for i, event in enumerate(events):
+        if event.kind == RUN_STARTED:
+            start = i
+        elif event.kind == RUN_STOPPED and start is not None:
+            asked[start], start = event.data.get("n_round"), None
+    for i, event in enumerate(events):
+        if i in asked and asked[i] is not None and event.data.get("n_round") is None:
+            event = RunEvent(event.run_id, event.kind, {**event.data, "n_round": asked[i]}, event.round,
+                             event.role, event.seq, event.ts)
         yield event.to_json()
 
 
@@ -183,7 +257,7 @@ def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     for e in _events(store, run_id):
         if e.kind == LLM_CALL and not e.data.get("error"):
             tokens = usage(e)
-            row = per_role.setdefault(e.role or "<none>", {"calls": 0, "tokens": 0, "cost": 0.0})
+            row = per_role.setdefault(e.role or NO_ROLE, {"calls": 0, "tokens": 0, "cost": 0.0})
             row["calls"] += 1
             row["tokens"] += tokens.get("prompt_tokens", 0) + tokens.get("completion_tokens", 0)
             row["cost"] += e.data.get("cost", 0.0)

@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 from loguru import logger
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from ..errors import ReplayMismatch, ReplayMissing, UsageError
 from .base import RunStore
@@ -70,8 +71,10 @@ from .events import (
     ROUND_FINISHED,
     RUN_STARTED,
     RunEvent,
+    encode_data,
     llm_call,
 )
+from .ids import check_run_id
 from .lease import Lease
 
 Mode = Literal["record", "resume", "replay"]
@@ -171,7 +174,7 @@ class RunLog:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
         self.store = store
         self.durability: Durability = durability
-        self.run_id = run_id or new_run_id()
+        self.run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self.mode: Mode = mode
         self.round = 0
         self._subscribers: list[Subscriber] = []
@@ -478,8 +481,11 @@ class RunLog:
         if self._subscribers:  # they read the event's dict
             self.emit(MESSAGE, {"message": message.model_dump(mode="json")}, role=sender, force=True)
         elif self.store is not None:  # (model_dump_json's own encoder, called without its keywords' cost)
-            text = b'{"message":' + type(message).__pydantic_serializer__.to_json(message) + b"}"
-            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender, text=text.decode()))
+            try:
+                text = (b'{"message":' + type(message).__pydantic_serializer__.to_json(message) + b"}").decode()
+            except PydanticSerializationError:  # a lone surrogate: kept as JSON's escape (encode_data)
+                text = encode_data({"message": message.model_dump(mode="json")})
+            self._write(RunEvent(self.run_id, MESSAGE, None, self.round, sender, text=text))
 
     # -------------------------------------------------------------- model calls
     def lookup(self, role: str, action: str, fp: str, request: dict[str, Any]) -> dict[str, Any] | None:

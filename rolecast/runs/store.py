@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from loguru import logger
 
@@ -100,8 +101,20 @@ class SQLiteRunStore(RunStore):
     (or a platform without POSIX file locks) keeps none: :meth:`stage` then returns False.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, journal: bool = True):
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_STORE_PATH, *, journal: bool = True, read_only: bool = False,
+    ):
         self.path = Path(path)
+        #: opened for reading only (``rolecast runs list|show|graph|export``): nothing is created,
+        #: converted or recovered, and a write is a StoreError — so a store on read-only media reads
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self._next: dict[str, int] = {}
+        self._journals = None
+        self._journal: _journal.Journal | None = None
+        if read_only:
+            self._db = self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level "DEFERRED": sqlite3 opens a transaction before the first INSERT itself
@@ -112,15 +125,27 @@ class SQLiteRunStore(RunStore):
             self.format = self._check_format()
         except (sqlite3.Error, OSError) as exc:
             raise ConfigError(f"cannot open the run store {self.path}: {exc}") from exc
-        self._lock = threading.Lock()
-        self._next: dict[str, int] = {}
         in_memory = str(path) == ":memory:" or str(path).startswith("file::memory:")
         self._journals = (
             _journal.directory_for(self.path) if journal and _journal.available and not in_memory else None
         )
-        self._journal: _journal.Journal | None = None  # this process's, made at the first stage()
+        # (self._journal: this process's, made at the first stage())
         if self._journals is not None:
             self._recover()
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The file opened read-only (``mode=ro``), or, where even that needs a write (a WAL
+        database whose ``-shm`` file cannot be made: read-only media), as immutable."""
+        uri = "file:" + quote(str(self.path.resolve()))
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "immutable=1"):
+            try:
+                db = sqlite3.connect(f"{uri}?{flags}", uri=True, check_same_thread=False, timeout=30)
+                db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
+                return db
+            except sqlite3.Error as exc:
+                last = exc
+        raise ConfigError(f"cannot read the run store {self.path}: {last}") from last
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
@@ -188,6 +213,8 @@ class SQLiteRunStore(RunStore):
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:
             return
+        if self.read_only:
+            raise StoreError(f"the run store {self.path} was opened read-only: nothing can be written to it")
         payloads = [e.text for e in events]
         with self._lock:
             try:
@@ -526,7 +553,8 @@ def open_store(
     ``store`` is a store (returned as it is), None (no store), a ``postgresql://`` (or ``postgres://``)
     URL, a ``sqlite:///path`` URL or a plain path to a SQLite file, or what :meth:`RunStore.shared`
     gave. ``read_only``: for a reader (``rolecast runs list``): a SQLite file that does not exist is a
-    :class:`~rolecast.errors.ConfigError` instead of a new, empty store.
+    :class:`~rolecast.errors.ConfigError` instead of a new, empty store, and one that does is opened
+    read-only (it reads on read-only media; a write is a :class:`~rolecast.errors.StoreError`).
     """
     if store is None or isinstance(store, RunStore):
         return store
@@ -547,7 +575,7 @@ def open_store(
         raise ConfigError(f"unknown run store URL {text!r}: use a file path, sqlite:///path or postgresql://...")
     if read_only and text != ":memory:" and not os.path.exists(text):
         raise ConfigError(f"no run store at {text} (run a team first, or pass --store PATH|URL)")
-    return SQLiteRunStore(text)
+    return SQLiteRunStore(text, read_only=read_only and text != ":memory:")
 
 
 __all__ = [
