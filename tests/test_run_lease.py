@@ -126,4 +126,6 @@ def test_a_log_dropped_without_a_run_gives_its_lease_back(tmp_path):
     db = tmp_path / "runs.db"
     Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_log  # noqa: B018
     gc.collect()
-    Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped").run_sync(1, idea="x")
+    assert SQLiteRunStore(db).holder("dropped") is None  # given back when the log was collected
+    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="dropped")
+    assert again.run_log.lease is not None and again.run_log.lease.held
