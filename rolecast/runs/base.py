@@ -100,9 +100,23 @@ class RunStore(ABC):
         (it must pickle: the PostgreSQL store pickles as its connection string)."""
         return self
 
+    # ------------------------------------------------------------ texts
+    # The texts model calls' requests refer to, kept once per store (see rolecast.runs.requests):
+    # a backend writes ``event.texts`` with the events (in the same transaction) and reads them here.
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """The texts kept under ``keys`` (those the store lacks are left out). The default: none
+        (a store that keeps no texts; its calls read as their summaries)."""
+        return {}
+
+    def drop_orphan_texts(self) -> int:
+        """Delete the texts no event refers to any more (after runs were deleted); how many.
+        The default: nothing to do (a store that keeps no texts)."""
+        return 0
+
     # ------------------------------------------------------------ keeping it small
     def delete(self, run_id: str) -> int:
-        """Delete run ``run_id``'s events (and its lease); how many. The default: this store cannot."""
+        """Delete run ``run_id``'s events (and its lease, and the texts only it referred to); how many.
+        The default: this store cannot."""
         raise UsageError(f"{type(self).__name__} cannot delete runs")
 
     def vacuum(self) -> None:
