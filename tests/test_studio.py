@@ -27,6 +27,7 @@ from studio_runs import HOSTILE, get, post
 from rolecast import studio
 from rolecast.errors import ConfigError, UsageError
 from rolecast.runs import MemoryRunStore, SQLiteRunStore
+from rolecast.runs.requests import keys_of
 from rolecast.studio import server as studio_server
 from rolecast.studio import shape
 from rolecast.studio.source import RunSource, status_of
@@ -569,8 +570,12 @@ def test_the_adapter_reads_a_store_object_as_it_reads_the_file(runs, tmp_path):
     file_store = SQLiteRunStore(runs["store"])
     try:
         for run_id in (runs["debate"], runs["failed"], runs["rerun"]):
-            memory.extend([type(e)(e.run_id, e.kind, e.data, e.round, e.role, ts=e.ts)
-                           for e in file_store.events(run_id)])
+            copies = []
+            for e in file_store.events(run_id):
+                copy = type(e)(e.run_id, e.kind, e.data, e.round, e.role, ts=e.ts)
+                copy.texts = file_store.texts(keys_of(e.data)) if e.kind == "llm_call" else None  # (its prompts)
+                copies.append(copy)
+            memory.extend(copies)
     finally:
         file_store.close()
     by_file, by_store = RunSource(runs["store"]), RunSource(memory)

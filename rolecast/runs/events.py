@@ -365,11 +365,12 @@ class RunEvent:
 
     __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
 
-    def to_json(self) -> str:
-        """The event as one line of JSON (``rolecast runs export``); text that UTF-8 cannot hold
-        (a lone surrogate a model wrote) is written as JSON's ``\\ud800`` escape, so the line prints."""
+    def to_json(self, extra: dict[str, Any] | None = None) -> str:
+        """The event as one line of JSON (``rolecast runs export``), with ``extra``'s fields after its
+        own; text that UTF-8 cannot hold (a lone surrogate a model wrote) is written as JSON's
+        ``\\ud800`` escape, so the line prints."""
         record = {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-                  "round": self.round, "role": self.role, "data": self.data}
+                  "round": self.round, "role": self.role, "data": self.data, **(extra or {})}
         line = json.dumps(record, ensure_ascii=False)
         if not line.isascii():
             try:

@@ -49,6 +49,7 @@ from ..runs.approvals import decide as decide_approval
 from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
+from ..runs.requests import CallRequest, requests_of
 from ..runs.store import POSTGRES_SCHEMES
 
 ALL = "<all>"
@@ -120,10 +121,15 @@ class EventView:
     round: int
     role: str
     data: dict[str, Any]
+    #: a model call's full request (every message, the settings), read from the store's texts
+    request: CallRequest | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "ts": self.ts, "kind": self.kind, "round": self.round, "role": self.role,
-                "data": self.data}
+        out = {"seq": self.seq, "ts": self.ts, "kind": self.kind, "round": self.round, "role": self.role,
+               "data": self.data}
+        if self.request is not None:
+            out["request"] = self.request.as_json()
+        return out
 
     @property
     def failed(self) -> bool:
@@ -489,15 +495,36 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            return [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
-                    for seq, ts, kind, rnd, role, data in rows]
-        out = []
-        for e in self._all(run_id):
-            if e.seq > after:
-                out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, upgrade(e.kind, e.data)))
-                if len(out) >= limit:
-                    break
+            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
+                   for seq, ts, kind, rnd, role, data in rows]
+        else:
+            out = []
+            for e in self._all(run_id):
+                if e.seq > after:
+                    out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, upgrade(e.kind, e.data)))
+                    if len(out) >= limit:
+                        break
+        calls = [view for view in out if view.kind == LLM_CALL]
+        for view, request in zip(calls, requests_of(self.texts, [view.data for view in calls]), strict=True):
+            view.request = request  # (the page's calls' texts: one read)
         return out
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """The store's texts under ``keys`` (model calls' messages: see rolecast.runs.requests)."""
+        if self._db is None:
+            assert self.store is not None
+            return self.store.texts(keys)
+        wanted, found = list(keys), {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            try:
+                found.update(self._sql(f"SELECT key, text FROM texts WHERE key IN ({', '.join('?' * len(chunk))})",
+                                       chunk))
+            except StoreError as exc:
+                if "no such table" in str(exc):  # a store of an older format: no texts (calls show their summary)
+                    return {}
+                raise
+        return found
 
     def held(self, run_id: str) -> bool | None:
         """Whether a live process holds the run (its lease; see :mod:`rolecast.runs.lease`); None when
@@ -550,12 +577,15 @@ class RunSource:
 
     @contextmanager
     def _writable(self) -> Iterator[RunStore]:
-        """The store, opened to write for one steering step (the studio reads it read-only otherwise;
-        ``read_only=True`` here only means: a file that is not there is an error, not a new store)."""
+        """The store, opened to write for one steering step (the studio reads it read-only otherwise).
+        A SQLite file that is no longer there is an error, not a new, empty store."""
         if self.store is not None and not self._owned:
             yield self.store  # a store object the studio was given: its owner's, written as it is
             return
-        store = open_store(str(self.path) if self.path is not None else self._location, read_only=True)
+        if self.path is not None and not self.path.exists():
+            raise ConfigError(f"no run store at {self.path} (it was deleted since the studio started)")
+        # (not read_only=True: that opens SQLite mode=ro now, and a fork or an answer must write)
+        store = open_store(str(self.path) if self.path is not None else self._location)
         assert store is not None
         try:
             yield store
