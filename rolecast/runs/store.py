@@ -133,6 +133,7 @@ class SQLiteRunStore(RunStore):
         self._journal: _journal.Journal | None = None
         if read_only:
             self._db = self._open_read_only()
+            self.format = self._read_format()
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,6 +169,15 @@ class SQLiteRunStore(RunStore):
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _read_format(self) -> int:
+        """The payload format of a file opened read-only (nothing is marked); a newer one is a ConfigError."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > FORMAT_VERSION:
+            self._db.close()
+            raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of rolecast "
+                              f"reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
+        return found or (1 if self._db.execute("SELECT 1 FROM events LIMIT 1").fetchone() else FORMAT_VERSION)
 
     def _check_format(self) -> int:
         """The payload format the file had when opened (``PRAGMA user_version``; 0 on a file of format 1,
