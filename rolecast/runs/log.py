@@ -87,6 +87,10 @@ DURABILITIES: tuple[Durability, ...] = ("batched", "call")
 #: this many seconds, or once this many events wait (see RunLog._flush_lazily)
 LAZY_WRITE_S = 0.05
 LAZY_WRITE_EVENTS = 256
+#: whether a log records each model call's full request (every message, by reference to the store's
+#: texts, and the settings) when its ``record_requests`` is not given: on. Off, a call keeps only its
+#: summary, as before payload format 3 (bench/bench_store.py measures both)
+RECORD_REQUESTS = True
 Subscriber = Callable[[RunEvent], None]
 #: a model call's request as the seam hands it to the log: its messages, its parameters (settings,
 #: stop, schema, tools, grammar, n_options …) and the max_tokens it was made with
@@ -182,7 +186,7 @@ class RunLog:
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
         durability: Durability = "batched", lease: bool = False, reuse: str | None = None,
-        record_requests: bool = True,
+        record_requests: bool | None = None,
     ):
         if durability not in DURABILITIES:
             raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
@@ -220,7 +224,7 @@ class RunLog:
         self.approvals_decided: dict[str, dict[str, Any]] = {}
         self._approval_counts: dict[str, int] = {}
         #: log each model call's full request (every message, the settings; see rolecast.runs.requests)
-        self.record_requests = record_requests
+        self.record_requests = RECORD_REQUESTS if record_requests is None else record_requests
         #: the keys of the texts this log sent to the store (each goes once, with the first call using it)
         self._sent_texts: set[str] = set()
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
@@ -669,6 +673,7 @@ class RunLog:
 
 
 __all__ = [
-    "DURABILITIES", "Durability", "FullRequest", "Mode", "RecordedCall", "RunLog", "acting", "canonical_json", "current_action",
+    "DURABILITIES", "RECORD_REQUESTS", "Durability", "FullRequest", "Mode", "RecordedCall", "RunLog", "acting",
+    "canonical_json", "current_action",
     "enter_action", "exit_action", "fingerprint", "new_run_id", "quote_json",
 ]
