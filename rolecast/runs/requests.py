@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,24 +55,25 @@ def text_key(text: str) -> str:
     return key
 
 
-# id of a settings object -> (the object, its field values when dumped, the dict)
-_settings_dicts: dict[int, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
+# id of a settings object -> (the object, a copy of its fields when dumped, the dict)
+_settings_dicts: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
 
 
 def _settings_dict(value: BaseModel) -> dict[str, Any]:
     """``value.model_dump(exclude_none=True)`` less an empty ``extra``, remembered per settings object
-    while its fields are the very objects they were (the same object is passed call after call)."""
-    values = tuple(value.__dict__.values())
+    while its fields equal what they were (the same object is passed call after call). Only a settings
+    object with an empty ``extra`` is remembered: the copy's ``extra`` is a dict of its own, so one
+    filled in place since no longer equals it."""
     known = _settings_dicts.get(id(value))
-    if (known is not None and known[0] is value and not getattr(value, "extra", None)
-            and len(known[1]) == len(values) and all(map(operator.is_, known[1], values))):
+    if known is not None and known[0] is value and known[1] == value.__dict__:
         return known[2]
     dumped = value.model_dump(exclude_none=True)
     if not dumped.get("extra"):
         dumped.pop("extra", None)
         if len(_settings_dicts) >= 256:
             _settings_dicts.clear()
-        _settings_dicts[id(value)] = (value, values, dumped)
+        fields = {name: ({} if name == "extra" else v) for name, v in value.__dict__.items()}
+        _settings_dicts[id(value)] = (value, fields, dumped)
     return dumped
 
 
@@ -110,7 +110,9 @@ def encode_request(
     for name, value in params.items():
         if value is None:
             continue
-        if name in CONSTRAINTS:
+        if name == "settings" and isinstance(value, BaseModel):
+            settings.update(_settings_dict(value))
+        elif name in CONSTRAINTS:
             text = value if type(value) is str else json.dumps(value, sort_keys=True, default=str)
             key = text_key(text)
             if key not in sent:
@@ -118,7 +120,7 @@ def encode_request(
                 new[key] = text
             constraints[name] = key
         elif isinstance(value, BaseModel):
-            settings.update(_settings_dict(value) if name == "settings" else {name: value.model_dump()})
+            settings[name] = value.model_dump()
         else:
             settings[name] = value
     if max_tokens is not None:
