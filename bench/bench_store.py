@@ -42,10 +42,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import rolecast.runs.log as run_log  # noqa: E402
 from actions import Action, UserRequirement  # noqa: E402
 from environment import Team  # noqa: E402
 from memory import Message  # noqa: E402
-import rolecast.runs.log as run_log  # noqa: E402
 from rolecast.runs.store import MemoryRunStore, RunEvent  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402

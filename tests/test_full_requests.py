@@ -115,7 +115,7 @@ def test_settings_and_constraints_are_logged(tmp_path):
 
 def test_a_text_is_stored_once_however_many_calls_repeat_it(tmp_path):
     db = tmp_path / "runs.db"
-    run_id, seen = chat(str(db), rounds=8)
+    _, seen = chat(str(db), rounds=8)
     assert len(seen) == 8
     rows = texts_rows(db)
     assert [text for _, text in rows].count(BRIEF) == 1  # 8 calls, one copy

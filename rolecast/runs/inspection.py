@@ -124,6 +124,11 @@ def _describe(event: RunEvent) -> str | None:
     return None
 
 
+def _indented(text: str, pad: str) -> list[str]:
+    """``text``'s lines (control characters escaped), each indented under its message's head."""
+    return [f"{pad}  {line}" for line in printable(text, lines=True).split("\n")]
+
+
 def _request_lines(request: CallRequest) -> list[str]:
     """A model call's request under its line in the timeline: each message (role, then its text,
     indented), then the settings; a call logged before requests were whole, its summary."""
@@ -133,9 +138,8 @@ def _request_lines(request: CallRequest) -> list[str]:
         lines = [f"{pad}(logged before full requests were kept: {s.get('n_messages', '?')} message(s); "
                  f"the summary follows)"]
         if s.get("system"):
-            lines += [f"{pad}[system, start]", *(pad + "  " + x for x in printable(s["system"], lines=True).split("\n"))]
-        lines += [f"{pad}[last message, end]", *(pad + "  " + x for x in printable(s.get("last", ""), lines=True).split("\n"))]
-        return lines
+            lines += [f"{pad}[system, start]", *_indented(s["system"], pad)]
+        return [*lines, f"{pad}[last message, end]", *_indented(s.get("last", ""), pad)]
     lines = []
     for i, message in enumerate(request.messages, 1):
         extras = {k: v for k, v in message.items() if k not in ("role", "content")}
@@ -145,7 +149,7 @@ def _request_lines(request: CallRequest) -> list[str]:
         lines.append(head)
         content = message.get("content")
         text = "(text not in the store)" if content is None and "content" not in extras else str(content or "")
-        lines += [pad + "  " + x for x in printable(text, lines=True).split("\n")]
+        lines += _indented(text, pad)
     lines.append(f"{pad}settings: {printable(json.dumps(request.settings, ensure_ascii=False, default=str))}")
     return lines
 

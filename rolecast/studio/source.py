@@ -514,7 +514,7 @@ class RunSource:
         if self._db is None:
             assert self.store is not None
             return self.store.texts(keys)
-        wanted, found = list(keys), {}
+        wanted, found = list(keys), dict[str, str]()
         for i in range(0, len(wanted), 500):
             chunk = wanted[i:i + 500]
             try:
