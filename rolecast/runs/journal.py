@@ -25,9 +25,9 @@ never touched.
 A line is ``[run_id, kind, round, role, ts]``, a tab, the event's JSON payload, and a
 newline; the texts an event brings (a model call's messages: :mod:`rolecast.runs.requests`)
 are a line of kind ``texts`` just before it, ``{key: text}``, written in the same copy. JSON
-text never holds a raw tab, newline or NUL byte, and the file's unwritten space is all NUL bytes: a line is whole exactly when it ends with a newline and holds no
-NUL (a copy cut short by the process dying leaves NULs in it), and recovery stops at the
-first line that is not whole.
+text never holds a raw tab, newline or NUL byte, and the file's unwritten space is all NUL
+bytes: a line is whole exactly when it ends with a newline and holds no NUL (a copy cut short
+by the process dying leaves NULs in it), and recovery stops at the first line that is not whole.
 """
 
 from __future__ import annotations
