@@ -55,25 +55,31 @@ def text_key(text: str) -> str:
     return key
 
 
-# id of a settings object -> (the object, a copy of its fields when dumped, the dict)
-_settings_dicts: dict[int, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
+# (the settings' type, its field values) -> the dict: a call's settings are often a new object
+# (``settings.merged(...)`` per call) holding the same values as the one before
+_settings_dicts: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
 def _settings_dict(value: BaseModel) -> dict[str, Any]:
-    """``value.model_dump(exclude_none=True)`` less an empty ``extra``, remembered per settings object
-    while its fields equal what they were (the same object is passed call after call). Only a settings
-    object with an empty ``extra`` is remembered: the copy's ``extra`` is a dict of its own, so one
-    filled in place since no longer equals it."""
-    known = _settings_dicts.get(id(value))
-    if known is not None and known[0] is value and known[1] == value.__dict__:
-        return known[2]
+    """``value.model_dump(exclude_none=True)`` less an empty ``extra`` (the caller copies it), remembered
+    by the field values of settings without ``extra`` (a dict, which may change in place)."""
+    fields = value.__dict__
+    key: tuple[Any, ...] | None = None
+    if not fields.get("extra"):
+        key = (type(value), *[v for name, v in fields.items() if name != "extra"])
+        try:
+            found = _settings_dicts.get(key)
+        except TypeError:  # a field value that cannot be a key: dumped each time
+            key = found = None
+        if found is not None:
+            return found
     dumped = value.model_dump(exclude_none=True)
     if not dumped.get("extra"):
         dumped.pop("extra", None)
+    if key is not None:
         if len(_settings_dicts) >= 256:
             _settings_dicts.clear()
-        fields = {name: ({} if name == "extra" else v) for name, v in value.__dict__.items()}
-        _settings_dicts[id(value)] = (value, fields, dumped)
+        _settings_dicts[key] = dumped
     return dumped
 
 
