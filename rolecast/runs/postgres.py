@@ -54,15 +54,17 @@ CREATE TABLE IF NOT EXISTS rolecast_texts (
 );
 """
 
-# the texts no model call refers to any more (see rolecast.runs.requests and the SQLite store's _ORPHANS)
+# the texts no model call refers to any more (see rolecast.runs.requests and the SQLite store's
+# _ORPHANS): the keys in use gathered once, then an anti-join (not a scan of the events per text)
 _ORPHANS = """
-DELETE FROM rolecast_texts AS t WHERE NOT EXISTS (
-    SELECT 1 FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
-    WHERE e.kind = 'llm_call' AND m ->> 1 = t.key
-) AND NOT EXISTS (
-    SELECT 1 FROM rolecast_events AS e, jsonb_each_text(e.data -> 'constraints') AS c
-    WHERE e.kind = 'llm_call' AND c.value = t.key
+WITH used AS (
+    SELECT m ->> 1 AS key FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array'
+    UNION
+    SELECT c.value FROM rolecast_events AS e, jsonb_each_text(e.data -> 'constraints') AS c
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'constraints') = 'object'
 )
+DELETE FROM rolecast_texts AS t WHERE NOT EXISTS (SELECT 1 FROM used WHERE used.key = t.key)
 """
 
 _APPEND = """

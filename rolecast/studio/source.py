@@ -13,6 +13,8 @@ built once from the run's events, with SQLite's ``json_extract`` picking the few
 out of each payload (no prompt text is decoded in Python), then kept and brought up to date with
 the events written since; with nothing written (SQLite's ``data_version``), not even that. A
 ``postgresql://`` store, or a store object, gives the same answers through its ``events()``.
+The model calls of a page come with their full requests (every message, the settings:
+:mod:`rolecast.runs.requests`), their texts read from the store's ``texts`` table at once.
 
 Steering goes through the runs package too: an approval a run waits for is answered with
 :func:`rolecast.runs.approvals.decide` (an ``approval_decided`` event; the run goes on when its
