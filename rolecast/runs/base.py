@@ -58,6 +58,10 @@ class RunStore(ABC):
     #: events are written in :data:`~rolecast.runs.events.FORMAT_VERSION`
     format: int = FORMAT_VERSION
 
+    #: set while :meth:`prune` deletes runs: a backend's ``delete`` then leaves the unused texts to
+    #: prune's one :meth:`drop_orphan_texts` at the end (a sweep reads every model call)
+    _pruning: bool = False
+
     #: a folder for the files that go beside the store (a failed run's checkpoint); None: the
     #: default folder (``./.rolecast``)
     home: Path | None = None
@@ -144,11 +148,16 @@ class RunStore(ABC):
             cutoff = time.time() - older_than
             doomed |= {r.run_id for r in runs if r.started < cutoff}
         deleted = []
-        for info in runs:
-            if info.run_id in doomed and self.holder(info.run_id) is None:
-                self.delete(info.run_id)
-                deleted.append(info.run_id)
+        self._pruning = True  # (delete() leaves the texts to one sweep at the end)
+        try:
+            for info in runs:
+                if info.run_id in doomed and self.holder(info.run_id) is None:
+                    self.delete(info.run_id)
+                    deleted.append(info.run_id)
+        finally:
+            self._pruning = False
         if deleted:
+            self.drop_orphan_texts()
             self.vacuum()
         return deleted
 

@@ -205,7 +205,8 @@ class PostgresRunStore(RunStore):
                            heartbeat=current.heartbeat)
         count = self._query_write("DELETE FROM rolecast_events WHERE run_id = %s", (run_id,))
         self._query_write("DELETE FROM rolecast_leases WHERE run_id = %s", (run_id,))
-        self.drop_orphan_texts()
+        if not self._pruning:
+            self.drop_orphan_texts()
         return count
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:

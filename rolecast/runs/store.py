@@ -476,7 +476,8 @@ class SQLiteRunStore(RunStore):
                 self._db.rollback()
                 raise StoreError(f"could not delete run {run_id!r} from {self.path}: {exc}") from exc
             self._next.pop(run_id, None)
-        self.drop_orphan_texts()
+        if not self._pruning:
+            self.drop_orphan_texts()
         return int(count or 0)
 
     def vacuum(self) -> None:
@@ -599,7 +600,8 @@ class MemoryRunStore(RunStore):
             count = len(self._events) - len(kept)
             self._events = kept
             self._counts.pop(run_id, None)
-        self.drop_orphan_texts()
+        if not self._pruning:
+            self.drop_orphan_texts()
         return count
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
