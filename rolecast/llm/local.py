@@ -45,7 +45,7 @@ from typing import Any
 from loguru import logger
 
 from ..config import LocalConfig
-from ..errors import ConfigError, LLMAPIError, LLMTimeoutError, UsageError
+from ..errors import ConfigError, LLMTimeoutError, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -58,7 +58,8 @@ from .base import (
     pooled_vector,
     truncate_at_stop,
 )
-from .engine import INSTALL_HINT, EngineInfo, import_engine, probe, threads
+from .engine import INSTALL_HINT, EngineInfo, engine_installed, import_engine, probe, threads
+from .exceptions import llama_error, llama_load_errors
 from .repetition import RepetitionStop
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -213,11 +214,8 @@ def _load(
             params.n_ctx = min(n_ctx, EMBED_N_CTX)
             params.n_batch = params.n_ubatch = params.n_ctx  # an embedded text must fit one batch
         started = time.perf_counter()
-        try:
+        with llama_load_errors(path):
             server = xlc.Server(params)
-        except Exception as exc:  # llama.cpp says only "Failed to init server": say what we know
-            raise ConfigError(f"could not load the GGUF model {path} on {info.name}: {exc} "
-                              "(is it a GGUF file llama.cpp supports, and does n_ctx fit in memory?)") from exc
         elapsed = time.perf_counter() - started
         logger.info("loaded {} in {:.1f} s", Path(path).name, elapsed)
         engine = _Engine(server, path, n_ctx, slots, (n_gen, n_batch), cache_mib > 0, info, elapsed,
@@ -341,14 +339,6 @@ def _request(
     return out
 
 
-def _raise_for(error: dict[str, Any]) -> None:
-    """An error the engine answered with, as rolecast's error."""
-    message = str(error.get("message") or error)
-    if "grammar" in message.lower():
-        raise UsageError(f"llama.cpp cannot use the grammar: {message}")
-    raise LLMAPIError(f"the local model rejected the request: {message}", status_code=error.get("code"), body=error)
-
-
 class LocalLLM(BaseLLM):
     """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
 
@@ -380,6 +370,9 @@ class LocalLLM(BaseLLM):
         n_threads_batch: int | None = None,
         n_parallel: int = DEFAULT_N_PARALLEL,
     ):
+        if not engine_installed():  # said now, not at the first call
+            raise ConfigError(f"the local model needs the llama.cpp engine (xllamacpp), which is not installed: "
+                              f"{INSTALL_HINT}")
         path = Path(model_path) if model_path is not None else embedded_model_path()
         if not path.is_file():
             raise ConfigError(f"GGUF model file {path} does not exist")
@@ -480,7 +473,7 @@ class LocalLLM(BaseLLM):
             # after a finished request it changes nothing
             cancel.set()  # the engine drops the request at its next token
         if out.error is not None:
-            _raise_for(out.error)
+            raise llama_error(out.error)
         if out.stopped == "timeout":
             raise LLMTimeoutError(f"the local model did not answer in {timeout:g} s "
                                   f"({len(out.pieces)} tokens so far)")
@@ -515,7 +508,8 @@ class LocalLLM(BaseLLM):
 
         response = await loop.run_in_executor(_executor(), run)
         if "error" in response:
-            _raise_for(response["error"] if isinstance(response["error"], dict) else {"message": response["error"]})
+            error = response["error"]
+            raise llama_error(error if isinstance(error, dict) else {"message": str(error)})
         vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
         tokens = int((response.get("usage") or {}).get("prompt_tokens") or 0)
         return Embeddings(vectors, Usage(tokens, 0), model=self.model)
