@@ -65,6 +65,8 @@ from .repetition import RepetitionStop
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
 DEFAULT_N_CTX = 8192
+#: when a call sets no temperature (llama.cpp's server would use 0.8)
+DEFAULT_TEMPERATURE = 0.2
 #: slots decoded together: the roles of a round that ask at once share one batch
 DEFAULT_N_PARALLEL = 4
 #: RAM for the prompt states of idle slots (llama.cpp's host-memory prompt cache)
@@ -72,6 +74,11 @@ DEFAULT_PREFIX_CACHE_MIB = 256.0
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+# ... over the last 16 tokens. llama.cpp's server counts the prompt's tail in its window (the chat
+# template's end-of-turn tokens among them), so its default of 64 held the end of an answer off: the
+# README job generated 4x more tokens than on llama-cpp-python. At 16 the greedy answers of the
+# job's prompts matched llama-cpp-python's again; loops are RepetitionStop's job anyway.
+FREE_TEXT_PENALTY_LAST_N = 16
 EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
@@ -439,6 +446,9 @@ class LocalLLM(BaseLLM):
             value = getattr(settings, name)
             if value is not None:
                 body[name] = value
+        # llama.cpp's server samples at 0.8 by default; the embedded model was tuned at 0.2 (the default of
+        # llama-cpp-python, its engine before): at 0.8 SmolLM2 rambles, and the README job generated 4x more
+        body.setdefault("temperature", DEFAULT_TEMPERATURE)
         if stop:
             body["stop"] = stop
         body.update(settings.extra)  # top_k, repeat_penalty, min_p … as llama.cpp's server names them
@@ -531,6 +541,7 @@ class LocalLLM(BaseLLM):
             body["grammar"] = grammar
         elif structured is None:
             body.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
+            body.setdefault("repeat_last_n", FREE_TEXT_PENALTY_LAST_N)
             watch = RepetitionStop()
         else:
             loop = asyncio.get_running_loop()
@@ -559,7 +570,8 @@ class LocalLLM(BaseLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         """Tokens as the engine decodes them, handed from its thread to the loop through a queue."""
-        body = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, **self._body(messages, stop, settings)}
+        body = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, "repeat_last_n": FREE_TEXT_PENALTY_LAST_N,
+                **self._body(messages, stop, settings)}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | _Outcome | BaseException] = asyncio.Queue()
 
