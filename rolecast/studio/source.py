@@ -550,12 +550,14 @@ class RunSource:
 
     @contextmanager
     def _writable(self) -> Iterator[RunStore]:
-        """The store, opened to write for one steering step (the studio reads it read-only otherwise;
-        ``read_only=True`` here only means: a file that is not there is an error, not a new store)."""
+        """The store, opened to write for one steering step (the studio reads it read-only otherwise);
+        a SQLite file that is no longer there is an error, never a new, empty store."""
         if self.store is not None and not self._owned:
             yield self.store  # a store object the studio was given: its owner's, written as it is
             return
-        store = open_store(str(self.path) if self.path is not None else self._location, read_only=True)
+        if self.path is not None and not self.path.exists():
+            raise ConfigError(f"the run store {self.path} is gone: nothing to steer")
+        store = open_store(str(self.path) if self.path is not None else self._location)
         assert store is not None
         try:
             yield store
