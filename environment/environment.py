@@ -72,7 +72,7 @@ class Environment(Model):
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
-    #: the hot path's state (a plain field: pydantic private attributes are slow to read)
+    #: the bus's state: outbox, run log, ready roles, watcher index, ledger
     bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
     @property
@@ -131,6 +131,12 @@ class Environment(Model):
 
     def _index_watch(self, role: Role) -> None:
         """Index ``role`` under the causes it watches now (or among those handed everything)."""
+        self._unindex(role)
+        if self.roles.get(role.name) is role:
+            self._index(role)
+
+    def _unindex(self, role: Role) -> None:
+        """Take ``role`` out of the watcher index (its causes, and the roles handed everything)."""
         bus = self.bus
         key = id(role)
         for cause in bus.watched.pop(key, ()):
@@ -140,8 +146,12 @@ class Environment(Model):
                 if not watchers:
                     del bus.watchers[cause]
         bus.hear_all.pop(key, None)
-        if self.roles.get(role.name) is not role:
-            return
+
+    def _index(self, role: Role) -> None:
+        """Put a member into the watcher index: among the roles handed every message if it
+        :func:`~roles.inbox.hears_everything`, else under each cause it watches."""
+        bus = self.bus
+        key = id(role)
         if hears_everything(role):
             bus.hear_all[key] = role
             return
@@ -265,29 +275,24 @@ class Environment(Model):
                 role.put_message(message)
 
     def _broadcast(self, message: Message) -> None:
-        """Hand a broadcast to the roles that watch it (see :meth:`rewire_role`); the others count it as ignored."""
+        """Hand a broadcast to the roles that may react to it (see :meth:`rewire_role`); the others
+        count it as ignored through the bus's ledger."""
+        handed = self._broadcast_audience(message)
+        for role in handed:
+            role.put_message(message)
+        own = self.roles.get(message.sent_from)
+        if own is not None and own.name == message.sent_from:
+            handed.append(own)  # not sent to itself, and not ignored by it either
+        self.bus.ledger.record(len(self.roles) - len(handed), [role.rc.msg_buffer for role in handed])
+
+    def _broadcast_audience(self, message: Message) -> list[Role]:
+        """The roles a broadcast is handed to, its sender aside: those that watch its cause (the
+        index holds them; for a message addressed to ``<all>`` alone, :func:`~roles.inbox.reacts_to`
+        asks no more), and those that :func:`~roles.inbox.hears_everything`."""
         bus = self.bus
         sender = message.sent_from
-        handed: list[Role] = []
-        watchers = bus.watchers.get(message.cause_by)
-        if watchers:
-            for role in watchers.values():
-                if role.name != sender:
-                    role.rc.msg_buffer.push_screened(message)  # what its put_message would do
-                    handed.append(role)
-        for role in list(bus.hear_all.values()) if bus.hear_all else ():
-            if role.name != sender:
-                role.put_message(message)
-                handed.append(role)
-        own = self.roles.get(sender)
-        if own is not None and own.name == sender:
-            handed.append(own)  # not sent to itself
-        ignorers = len(self.roles) - len(handed)
-        if ignorers > 0:
-            ledger = bus.ledger
-            ledger.add(ignorers)
-            for role in handed:
-                role.rc.msg_buffer.credit(ledger)
+        watchers = bus.watchers.get(message.cause_by, {})
+        return [role for group in (watchers, bus.hear_all) for role in group.values() if role.name != sender]
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
