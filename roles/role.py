@@ -429,21 +429,26 @@ class Role(MetaGPTSDK, Inbox, Model):
             todo = self.rc.todo
             assert todo is not None  # _think returned True
             # the default _act runs the action through perform itself; an override is wrapped in it
-            default_act = type(self)._act is Role._act  # (self.acts_concurrently)
-            rsp = await (self._act() if default_act else perform(self, todo, invoke=self._act))
+            rsp = await (perform(self, todo, invoke=self._act) if self._overrides_act() else self._act())
             taken += 1
         return rsp
 
     # ------------------------------------------------------ plan_and_act owner
+    def _overrides_act(self) -> bool:
+        """Who runs an action, decided once: the default ``_act`` runs ``rc.todo`` through
+        :func:`~actions.perform.perform` itself; a class that overrides it (as in MetaGPT) has its
+        ``_act`` wrapped in perform, and since that reads ``rc.todo`` its actions run one at a time."""
+        return type(self)._act is not Role._act
+
     @property
     def acts_concurrently(self) -> bool:
         """Whether plan tasks may run side by side: not when ``_act`` is overridden (it reads ``rc.todo``)."""
-        return type(self)._act is Role._act
+        return not self._overrides_act()
 
     async def perform_task(self, action: Action, note: Message) -> Message:
         """Run one plan task: remember its instruction ``note``, then ``action`` on the history."""
         self.remember(note)
-        if self.acts_concurrently:
+        if not self._overrides_act():
             return await perform(self, action, await self.prompt_history())
         self._set_state(self.actions.index(action))
         return await perform(self, action, invoke=self._act)
