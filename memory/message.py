@@ -229,9 +229,6 @@ class Message(Model):
         return isinstance(other, Message) and other.id == self.id
 
 
-_urandom = os.urandom
-_object_new = object.__new__
-_object_setattr = object.__setattr__
 #: the fields a framework-made message is given (see :func:`plain_message`)
 _PLAIN_FIELDS_SET = frozenset({"content", "role", "cause_by", "sent_from"})
 
@@ -245,22 +242,18 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
     plain = type(content) is str and type(role) is str and type(sent_from) is str
     if not (plain and isinstance(cause_by, (BaseModel, type))):
         return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
-    cls = cause_by if isinstance(cause_by, type) else type(cause_by)
-    if cls is cause_by or _HAS_PROFILE.get(cls) is False:  # (_sender_or_cause's rule, inlined)
-        cause = f"{cls.__module__}.{cls.__qualname__}"
-    else:
-        cause = _sender_or_cause(cause_by)
-        if type(cause) is not str:
-            return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
-    message = _object_new(Message)
-    _object_setattr(message, "__dict__", {
-        "id": f"{int.from_bytes(_urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}",  # new_message_id()
+    cause = _sender_or_cause(cause_by)
+    if type(cause) is not str:
+        return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
+    message = object.__new__(Message)
+    object.__setattr__(message, "__dict__", {
+        "id": new_message_id(),
         "content": content, "instruct_content": None, "role": role, "cause_by": cause,
         "sent_from": sent_from, "send_to": {MESSAGE_ROUTE_TO_ALL}, "metadata": {},
     })
-    _object_setattr(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
-    _object_setattr(message, "__pydantic_extra__", None)
-    _object_setattr(message, "__pydantic_private__", None)
+    object.__setattr__(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
+    object.__setattr__(message, "__pydantic_extra__", None)
+    object.__setattr__(message, "__pydantic_private__", None)
     return message
 
 

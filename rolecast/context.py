@@ -176,7 +176,6 @@ def current_scope() -> Scope:
 
 
 def current_context() -> Context:
-    scope = _SCOPE.get()  # (current_scope() inlined: every action's context and model are resolved through here)
-    if scope is not None:
-        return scope.context
-    return _DEFAULT if _DEFAULT is not None else default_context()
+    """The context of the running task (the process-wide default outside any team)."""
+    scope = _SCOPE.get()
+    return scope.context if scope is not None else default_context()

@@ -337,8 +337,9 @@ class RoleContext(Model):
     def __setattr__(self, name: str, value: Any) -> None:
         if name != "watch":
             if name in _PLAIN_FIELDS and type(self) is RoleContext:
-                # what pydantic does for a field without assignment validation, without its two calls
-                # (a react step sets state and todo four times)
+                # what pydantic does for a field without assignment validation, without its calls: a
+                # react step sets state and todo four times, and through pydantic it made 83 Python
+                # calls instead of 67 (bench/bench_framework.py (d); tests/test_bench.py bounds it at 80)
                 self.__dict__[name] = value
                 self.__pydantic_fields_set__.add(name)
                 return
@@ -354,7 +355,8 @@ class RoleContext(Model):
             listener()
 
     def set_state(self, state: int, todo: Action | None) -> None:
-        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice)."""
+        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice: see
+        :meth:`__setattr__` for why plain fields are set directly)."""
         if type(self) is RoleContext:  # the plain fields' assignment below, both at once
             values = self.__dict__
             values["state"] = state

@@ -62,11 +62,6 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
-# the react modes a turn asks about (a module's name is read faster than an enum's member)
-_BY_ORDER = RoleReactMode.BY_ORDER
-_PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
-
-
 def _action_list(actions: Any, role: Any) -> list[Any]:
     """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
     a mapping or a non-iterable is a UsageError saying what is expected."""
@@ -285,8 +280,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def prompt_history(self) -> list[Message]:
         """The history this role's prompts carry: all of it, or with long-term memory the recent
         and the relevant-to-the-news part, within its token budget."""
-        private = self.__pydantic_private__  # (read past Model.__getattr__: every step asks)
-        long_term = private["_long_term_memory"] if private is not None else self._long_term_memory
+        long_term = self._long_term_memory
         if long_term is None:
             return self.rc.history
         return await long_term.context(self.rc.memory, self.rc.news)
@@ -376,7 +370,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         n = len(self.actions)
         if n == 0:
             return False
-        if self.rc.react_mode == _BY_ORDER:
+        if self.rc.react_mode == RoleReactMode.BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
             self._set_state(self.rc.state + 1)
@@ -463,7 +457,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def react(self) -> Message | None:
         """One reaction by the role's react mode; the state is reset afterwards."""
         try:
-            if self.rc.react_mode == _PLAN_AND_ACT:
+            if self.rc.react_mode == RoleReactMode.PLAN_AND_ACT:
                 return await self._plan_and_act()
             return await self._react()
         finally:
