@@ -25,7 +25,7 @@ from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
-from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
+from rolecast.runs.log import Durability, RunLog, check_durability, new_run_id
 from rolecast.runs.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
@@ -183,8 +183,7 @@ class Team(Model):
     ):
         if on_error not in ("stop", "continue"):
             raise UsageError(f'Team(on_error={on_error!r}): choose "stop" or "continue"')
-        if durability not in DURABILITIES:
-            raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
+        check_durability(durability, "Team")
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
         if fork is not None and reuse is not None:
             raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")

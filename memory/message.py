@@ -23,10 +23,10 @@ from pydantic import (
 from rolecast.errors import DataError, OutputParseError, UsageError
 from rolecast.jsonutil import check_depth
 from rolecast.models import Model
+from rolecast.runs.events import MESSAGE_ROUTE_TO_ALL
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
 
-MESSAGE_ROUTE_TO_ALL = "<all>"
 #: ``any_to_str(actions.UserRequirement)``: a message's cause unless it names another
 #: (memory sits below actions, so the class is named, not imported)
 USER_REQUIREMENT = "actions.action.UserRequirement"

@@ -3,7 +3,6 @@ of its turn (``_observe``), remembers and publishes. A mixin of :class:`~roles.R
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -27,23 +26,25 @@ def reacts_to(message: Message, name: str, addresses: AbstractSet[str], watch: A
     return not addresses.isdisjoint(send_to) or (message.cause_by in watch and MESSAGE_ROUTE_TO_ALL in send_to)
 
 
-@functools.cache
-def _overrides_observe(cls: type[Inbox]) -> bool:
-    """Whether a role class reads its inbox its own way (overrides ``_observe``): it is then handed
-    every message as it came, unscreened (asked once per class)."""
-    return cls._observe is not Inbox._observe
+#: (Role class, method name) → whether the class overrides Inbox's method (see :func:`_overrides`)
+_OVERRIDES: dict[tuple[type, str], bool] = {}
 
 
-@functools.cache
-def _overrides_inbox(cls: type[Inbox]) -> bool:
-    """Whether a role class overrides ``_observe`` or ``put_message`` (asked once per class)."""
-    return _overrides_observe(cls) or cls.put_message is not Inbox.put_message
+def _overrides(cls: type, method: str) -> bool:
+    """Whether a role class overrides :class:`Inbox`'s ``method`` (asked once per class: a pydantic
+    class's attribute lookup is slow). A class that overrides ``_observe`` reads its inbox its own
+    way, and is handed every message as it came, unscreened."""
+    key = (cls, method)
+    found = _OVERRIDES.get(key)
+    if found is None:
+        found = _OVERRIDES[key] = getattr(cls, method) is not getattr(Inbox, method)
+    return found
 
 
 def _keeps_everything(role: Inbox) -> bool:
     """Whether ``role`` keeps every message delivered, unscreened: its class reads its inbox its own
     way, or it remembers everything (``observe_all_msg_from_buffer``)."""
-    return _overrides_observe(type(role)) or role.observe_all_msg_from_buffer
+    return _overrides(type(role), "_observe") or role.observe_all_msg_from_buffer
 
 
 def hears_everything(role: Inbox) -> bool:
@@ -51,7 +52,8 @@ def hears_everything(role: Inbox) -> bool:
     ``put_message`` or ``_observe``, or it remembers everything (``observe_all_msg_from_buffer``).
     An environment hands any other role only the broadcasts it watches (see
     :meth:`environment.Environment.rewire_role`)."""
-    return _overrides_inbox(type(role)) or role.observe_all_msg_from_buffer
+    cls = type(role)
+    return _overrides(cls, "_observe") or _overrides(cls, "put_message") or role.observe_all_msg_from_buffer
 
 
 class Inbox:
