@@ -391,3 +391,6 @@ def _typed(role: Role, failure: BaseException) -> BaseException:
     error = ActionFailed(role.name, "run", failure)
     error.__cause__ = failure
     return error
+
+
+__all__ = ["Environment"]

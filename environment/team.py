@@ -525,3 +525,6 @@ async def _finished_within(coro: Any, limit: float) -> bool:
         return False
     task.result()
     return True
+
+
+__all__ = ["DEFAULT", "INIT_KEYWORDS", "History", "Team"]

@@ -213,3 +213,6 @@ class Memory:
     def try_remember(self, keyword: str) -> list[Message]:
         """MetaGPT's name for :meth:`get_by_content`."""
         return self.get_by_content(keyword)
+
+
+__all__ = ["Memory"]

@@ -373,3 +373,22 @@ class SystemMessage(Message):
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "system")
         super().__init__(content, **data)
+
+
+__all__ = [
+    "MAX_MESSAGE_DEPTH",
+    "MESSAGE_ROUTE_TO_ALL",
+    "USER_REQUIREMENT",
+    "AIMessage",
+    "InstructContent",
+    "Message",
+    "SystemMessage",
+    "UserMessage",
+    "allow_instruct_modules",
+    "any_to_str",
+    "any_to_str_set",
+    "load_json_data",
+    "new_message_id",
+    "plain_message",
+    "register_instruct_model",
+]

@@ -179,3 +179,6 @@ def current_context() -> Context:
     """The context of the running task (the process-wide default outside any team)."""
     scope = _SCOPE.get()
     return scope.context if scope is not None else default_context()
+
+
+__all__ = ["AttrDict", "Context", "Scope", "current_context", "current_scope", "default_context"]

@@ -332,3 +332,14 @@ def _at_least_zero(amount: float) -> float:
 
 def _failed(totals: UsageTotals) -> str:
     return f" (+{totals.failed} failed)" if totals.failed else ""
+
+
+__all__ = [
+    "NO_ROLE",
+    "PRICES_PER_MTOK",
+    "CostManager",
+    "Reservation",
+    "UsageTotals",
+    "estimate_tokens",
+    "max_prompt_tokens",
+]

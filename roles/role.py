@@ -508,3 +508,6 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, profile={self.profile!r})"
+
+
+__all__ = ["INIT_KEYWORDS", "Role"]
