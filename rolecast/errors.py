@@ -10,6 +10,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ScriptExhausted         a scripted test model was called more often than scripted
     │   ├── NestedEventLoopError    a sync helper was called inside a running loop
     │   ├── PlanEditError           a plan edit names a task that is not (or already) there
+    │   ├── ModelRequestsBlocked    a real model was asked while model requests are off (tests)
     │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -90,6 +91,21 @@ class PlanEditError(UsageError, AssertionError):
 
     Also an ``AssertionError``, which is what MetaGPT's plan raises there.
     """
+
+
+class ModelRequestsBlocked(UsageError):
+    """A real model (a server, or a model loaded in this process) was asked while model requests are
+    off: ``ROLECAST_ALLOW_MODEL_REQUESTS=0``, or :func:`rolecast.testing.allow_model_requests` (False).
+    Raised before the call reaches the model; scripted doubles and answers read from a run log are not
+    model requests."""
+
+    def __init__(self, provider: str):
+        self.provider = provider
+        super().__init__(
+            f"{provider} would ask a real model, but model requests are off (ROLECAST_ALLOW_MODEL_REQUESTS=0 or "
+            "rolecast.testing.allow_model_requests(False)); use a scripted double from rolecast.testing, or "
+            "allow them for this test: `with allow_model_requests(True): ...`"
+        )
 
 
 class DataError(UsageError):
@@ -372,6 +388,7 @@ __all__ = [
     "LLMRateLimitError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "ModelRequestsBlocked",
     "NestedEventLoopError",
     "OutputParseError",
     "PlanEditError",

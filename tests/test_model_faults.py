@@ -53,6 +53,10 @@ BAD_BODIES = {
 }
 
 
+# the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
+pytestmark = pytest.mark.allow_model_requests
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     srv = FakeOpenAIServer().start()

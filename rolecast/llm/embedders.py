@@ -121,6 +121,8 @@ class HashingEmbedder(EmbeddingModel):
     misses paraphrases (see ``bench/bench_memory.py``).
     """
 
+    reaches_a_model = False  # arithmetic on words: no model
+
     def __init__(self, dim: int = 512):
         if dim < 8:
             raise UsageError("HashingEmbedder needs at least 8 dimensions")
