@@ -48,6 +48,10 @@ class EmbeddingModel(BaseLLM):
 
     supports_embeddings = True
     free = True
+    #: embedded in this process (no server, nothing paid, deterministic): unit tests may use one
+    #: while real model requests are off; an embedder that reaches a server (OpenAILLM's
+    #: embeddings endpoint, or a subclass that calls one) says True
+    reaches_a_model = False
 
     def __init__(self, model: str):
         super().__init__(model)
@@ -120,8 +124,6 @@ class HashingEmbedder(EmbeddingModel):
     Deterministic and instant; it finds a memory when the query shares its words and
     misses paraphrases (see ``bench/bench_memory.py``).
     """
-
-    reaches_a_model = False  # arithmetic on words: no model
 
     def __init__(self, dim: int = 512):
         if dim < 8:
