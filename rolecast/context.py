@@ -23,7 +23,7 @@ from .errors import UsageError
 from .hooks import Hooks
 from .llm import as_llm, create_llm
 from .llm.base import BaseLLM
-from .metering import Meter, default_cost_manager, enter_meter, exit_meter
+from .metering import default_cost_manager, metered
 from .runs.log import RunLog
 
 
@@ -141,11 +141,10 @@ class Context:
         """Charge every LLM call made inside to this context (and ``role``)."""
         scope = Scope(self, role)
         token = _SCOPE.set(scope)
-        meter = enter_meter(Meter(self.cost_manager, role, self.run_log))  # (every turn: no nested context manager)
         try:
-            yield scope
+            with metered(self.cost_manager, role, self.run_log):
+                yield scope
         finally:
-            exit_meter(meter)
             _SCOPE.reset(token)
 
 
