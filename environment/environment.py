@@ -292,7 +292,7 @@ class Environment(Model):
         own = self.roles.get(sender)
         if own is not None and own.name == sender:
             handed.append(own)  # not sent to itself, and not ignored by it either
-        bus.ledger.record(len(self.roles) - len(handed), [role.rc.msg_buffer for role in handed])
+        bus.ledger.record(len(self.roles) - len(handed), (role.rc.msg_buffer for role in handed))
 
     def _deliver_round(self, outbox: list[Message]) -> None:
         """Deliver a round's messages in a fixed order: by sender (the roles' order), then as sent."""
