@@ -39,7 +39,7 @@ def _row(label: str, value: object) -> None:
     print(f"{label:<18} : {value}")
 
 
-def gguf_file(path: str | Path) -> Path:
+def _gguf_file(path: str | Path) -> Path:
     """``path`` if it is a readable GGUF file; else a :class:`ConfigError` saying what is wrong with it."""
     file = Path(path).expanduser()
     if not file.is_file():
@@ -58,7 +58,7 @@ def _model_rows(provider: str, cfg: Any) -> None:
     """The model a run would use: for the local provider its file, size, and whether it can be read."""
     if provider == "local":
         configured = getattr(cfg, "model_path", None) or (cfg.model if (cfg.model or "").endswith(".gguf") else None)
-        file = gguf_file(configured or embedded_model_path())
+        file = _gguf_file(configured or embedded_model_path())
         name = cfg.model if cfg.model and not cfg.model.endswith(".gguf") else file.stem
         if not configured:
             name = f"{EMBEDDED_MODEL_NAME} (embedded)"
@@ -143,3 +143,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+__all__ = ["main"]

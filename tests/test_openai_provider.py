@@ -27,6 +27,9 @@ from rolecast.errors import (
 from rolecast.llm import create_llm, resolve_provider
 from rolecast.llm.openai import OpenAILLM
 
+# the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
+pytestmark = pytest.mark.allow_model_requests
+
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:

@@ -48,6 +48,10 @@ class EmbeddingModel(BaseLLM):
 
     supports_embeddings = True
     free = True
+    #: embedded in this process (no server, nothing paid, deterministic): unit tests may use one
+    #: while real model requests are off; an embedder that reaches a server (OpenAILLM's
+    #: embeddings endpoint, or a subclass that calls one) says True
+    reaches_a_model = False
 
     def __init__(self, model: str):
         super().__init__(model)

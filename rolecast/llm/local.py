@@ -45,7 +45,7 @@ from typing import Any
 from loguru import logger
 
 from ..config import LocalConfig
-from ..errors import ConfigError, LLMTimeoutError, UsageError
+from ..errors import ConfigError, LLMTimeoutError, ModelRequestsBlocked, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -55,6 +55,7 @@ from .base import (
     Messages,
     StructuredRequest,
     Usage,
+    model_requests_allowed,
     pooled_vector,
     truncate_at_stop,
 )
@@ -419,6 +420,8 @@ class LocalLLM(BaseLLM):
 
     # ------------------------------------------------------------------ plumbing
     def _engine(self) -> _Engine:
+        if not model_requests_allowed():  # loading the model is reaching it, as a request is
+            raise ModelRequestsBlocked(type(self).__name__)
         return _load(self.model_path, self.n_ctx, self.n_threads, self.n_threads_batch,
                      n_parallel=self.n_parallel, cache_mib=self.prefix_cache_mib)
 

@@ -25,6 +25,7 @@ from .events import (
     LINEAGE,
     LLM_CALL,
     MESSAGE,
+    MESSAGE_ROUTE_TO_ALL,
     ROUND_STARTED,
     RUN_STARTED,
     RUN_STOPPED,
@@ -36,7 +37,7 @@ from .events import (
 )
 from .ids import check_run_id
 
-ALL = "<all>"
+ALL = MESSAGE_ROUTE_TO_ALL
 PREVIEW = 100
 
 
