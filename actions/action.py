@@ -403,3 +403,6 @@ class UserRequirement(Action):
 
     async def run(self, *args: Any, **kwargs: Any) -> str:
         return "\n".join(str(a) for a in args)
+
+
+__all__ = ["CLASS_KEY", "INIT_KEYWORDS", "Action", "UserRequirement"]

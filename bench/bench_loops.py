@@ -363,10 +363,14 @@ def report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def run(quick: bool = False, iterations: int | None = None, out: Path | None = None) -> dict[str, Any]:
-    """Run the benchmark; returns ``{"rows": [...], "runs": [...]}`` and writes it to ``out``."""
+async def run(quick: bool = False, iterations: int | None = None, out: Path | None = None,
+              n_tasks: int | None = None) -> dict[str, Any]:
+    """Run the benchmark; returns ``{"rows": [...], "runs": [...]}`` and writes it to ``out``.
+
+    ``n_tasks`` runs only the first tasks (a shorter run, for before/after comparisons).
+    """
     base = LocalLLM()
-    tasks = [t for t in TASKS if t.name in QUICK] if quick else TASKS
+    tasks = [t for t in TASKS if t.name in QUICK] if quick else TASKS[:n_tasks] if n_tasks else TASKS
     limit = iterations or (1 if quick else 2)
     runs: list[Run] = []
     for i, task in enumerate(tasks):
@@ -391,6 +395,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 task, 1 iteration")
     parser.add_argument("--iterations", type=int, default=None, help="max iterations of ReAct and stepwise")
+    parser.add_argument("--tasks", type=int, default=None, help="only the first N tasks")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "loops.json")
     args = parser.parse_args()
-    results = asyncio.run(run(args.quick, args.iterations, ROOT / "bench" / "results" / "loops.json"))
+    results = asyncio.run(run(args.quick, args.iterations, args.out, args.tasks))
     print(report(results["rows"]))

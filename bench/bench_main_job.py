@@ -1,4 +1,4 @@
-"""Benchmark: the README main job on the embedded model, per-role prompt reuse on and off.
+"""Benchmark: the README main job on the embedded model, the engine's prompt cache on and off.
 
     python bench/bench_main_job.py                 # 3 runs of each side, interleaved
     python bench/bench_main_job.py --runs 5 --n-threads 2
@@ -10,15 +10,16 @@ and model load included); the sides take turns (on, off, on, off …) so that a 
 the machine's load hits both. The sides differ in one setting, given to the job through a
 YAML file named by ``ROLECAST_CONFIG``:
 
-* **on**: the defaults (the per-role prefix cache, :mod:`rolecast.llm.prefix_cache`);
-* **off**: ``prefix_cache_mib: 0``, every call re-reads its whole prompt (how the
-  embedded model ran before the prefix cache).
+* **on**: the defaults (llama.cpp's slot cache: a prompt evaluates only what no slot holds);
+* **off**: ``prefix_cache_mib: 0``, every call evaluates its whole prompt.
 
-Every run also reports where its time went, from llama.cpp's own counters: interpreter
-start and imports, model load, prompt evaluation (batches), generation (one token at a
-time), and the rest (framework, sampling, saving and restoring states, exit). Both sides
-must hold the same conversation (a digest of the answers the roles got is compared):
-prompt reuse never changes an answer. Writes ``bench/results/main_job.json``.
+Every run also reports where its time went, from llama.cpp's own timings of each
+request: interpreter start and imports, model load, prompt evaluation, generation, and
+the rest (framework, exit). Requests decoded together overlap, so with concurrent roles
+the per-request times add up to more than the wall time they took. Whether both sides
+held the same conversation is reported (a digest of the answers the roles got): the
+engine's arithmetic depends on how tokens are batched, so a cached prefix may change a
+close greedy choice. Writes ``bench/results/main_job.json``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def child(idea: str) -> None:
     calls: list[dict[str, Any]] = []
     answers: list[str] = []  # the answers as the roles got them (a loop's copies trimmed)
     loads: list[float] = []
-    run_call, complete, load = local.LocalLLM._run, local.LocalLLM._complete, local._load
+    request, complete, load = local._request, local.LocalLLM._complete, local._load
 
     def timed_load(*args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
@@ -62,32 +63,29 @@ def child(idea: str) -> None:
         finally:
             loads.append(time.perf_counter() - t0)
 
-    def counted_run(self: Any, kwargs: dict[str, Any], key: Any) -> dict[str, Any]:
-        response = run_call(self, kwargs, key)
-        usage = response.get("usage") or {}
-        calls.append({"prompt": int(usage.get("prompt_tokens") or 0),
-                      "completion": int(usage.get("completion_tokens") or 0)})
-        return response
+    def counted_request(*args: Any, **kwargs: Any) -> Any:
+        out = request(*args, **kwargs)
+        usage, t = out.usage, out.timings
+        calls.append({"prompt": usage.prompt_tokens if usage else out.prompt_tokens,
+                      "completion": usage.completion_tokens if usage else len(out.pieces),
+                      "n_p_eval": int(t.get("prompt_n") or 0), "t_p_eval_s": float(t.get("prompt_ms") or 0) / 1000,
+                      "n_eval": int(t.get("predicted_n") or 0), "t_eval_s": float(t.get("predicted_ms") or 0) / 1000})
+        return out
 
     async def kept_complete(self: Any, *args: Any, **kwargs: Any) -> Any:
         completion = await complete(self, *args, **kwargs)
         answers.append(completion.text)
         return completion
 
-    local._load = timed_load
-    local.LocalLLM._run, local.LocalLLM._complete = counted_run, kept_complete  # type: ignore[method-assign]
+    local._load, local._request = timed_load, counted_request
+    local.LocalLLM._complete = kept_complete  # type: ignore[method-assign]
     sys.argv = [str(EXAMPLE), idea]
     imported = time.perf_counter()
     try:
         runpy.run_path(str(EXAMPLE), run_name="__main__")
     finally:
         done = time.perf_counter()
-        perf = {}
-        for path, llama in local.loaded_models().items():
-            if not path.endswith("#embedding"):
-                p = local._llama_cpp().llama_perf_context(llama._ctx.ctx)
-                perf = {"n_p_eval": int(p.n_p_eval), "t_p_eval_s": p.t_p_eval_ms / 1000,
-                        "n_eval": int(p.n_eval), "t_eval_s": p.t_eval_ms / 1000}
+        perf = {k: sum(c[k] for c in calls) for k in ("n_p_eval", "t_p_eval_s", "n_eval", "t_eval_s")}
         out = {"imports_s": imported - started, "job_s": done - imported, "load_s": sum(loads), "calls": calls,
                **perf, "digest": hashlib.blake2b(json.dumps(answers).encode(), digest_size=8).hexdigest()}
         print(MARK + json.dumps(out), flush=True)
@@ -139,7 +137,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def report(s: dict[str, Any]) -> str:
     lines = []
-    for side, label in (("off", "prefix cache off (before)"), ("on", "prefix cache on (after)")):
+    for side, label in (("off", "prompt cache off"), ("on", "prompt cache on (the default)")):
         if side not in s:
             continue
         x = s[side]
@@ -155,7 +153,7 @@ def report(s: dict[str, Any]) -> str:
     if "off_over_on" in s:
         r = s["off_over_on"]
         lines.append(f"off/on wall, run by run: median {r['median']:.2f}x (min {r['min']:.2f}, max {r['max']:.2f})")
-    lines.append("same conversation on every run: " + ("yes" if s["same_conversation"] else "NO"))
+    lines.append("same conversation on every run: " + ("yes" if s["same_conversation"] else "no"))
     return "\n".join(lines)
 
 

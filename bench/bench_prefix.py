@@ -15,8 +15,10 @@ Measures, on SmolLM2-135M-Instruct (``LocalLLM.choose`` under its grammar, tempe
 * ``--main-job N``: wall time of ``python examples/build_customized_multi_agents.py
   "write a function that adds two numbers"`` in a fresh process, N times (median).
 
-Writes ``bench/results/prefix.json``. Works on a tree without prefix reuse too (every
-call is then cold), which is how the "before" figures were taken.
+Writes ``bench/results/prefix.json``. Works on three trees: the llama.cpp engine's slot
+cache (now: "cold" asks with ``cache_prompt: false``, so the prompt is evaluated whole
+and then kept in its slot), the hand-written per-role KV cache of llama-cpp-python (the
+first "before": "cold" clears it), and no reuse at all (every call cold).
 """
 
 from __future__ import annotations
@@ -72,17 +74,33 @@ def state_prompt(role: tuple[str, str, str], history: list[str]) -> str:
     )
 
 
-async def timed_choose(llm: LocalLLM, context: Context, role: str, prompt: str) -> float:
+def _engine_tree(llm: LocalLLM) -> bool:
+    """True on the llama.cpp-server engine (xllamacpp), False on llama-cpp-python."""
+    return hasattr(llm, "stats")
+
+
+async def timed_choose(llm: LocalLLM, context: Context, role: str, prompt: str, *, cold: bool = False) -> float:
+    settings: dict[str, Any] = dict(SETTINGS)
+    if cold and _engine_tree(llm):
+        settings["extra"] = {"cache_prompt": False}  # the engine evaluates the whole prompt (and keeps it)
     with context.scope(role=role):
         t0 = time.perf_counter()
-        await llm.choose(prompt, len(STATES), settings=SETTINGS)
+        await llm.choose(prompt, len(STATES), settings=settings)
         return time.perf_counter() - t0
 
 
 def _clear(llm: LocalLLM) -> None:
-    cache = getattr(llm, "prefix_cache", None)  # absent on a tree without prefix reuse
+    cache = getattr(llm, "prefix_cache", None)  # the hand-written cache of llama-cpp-python's tree
     if cache is not None:
         cache.clear()
+
+
+def _load(llm: LocalLLM) -> None:
+    """Load the model before timing anything."""
+    if _engine_tree(llm):
+        llm.stats()
+    else:
+        llm.llama  # noqa: B018
 
 
 async def state_selection(llm: LocalLLM, reps: int, k: int) -> dict[str, Any]:
@@ -94,18 +112,26 @@ async def state_selection(llm: LocalLLM, reps: int, k: int) -> dict[str, Any]:
         other = ROLES[(rep + 1) % len(ROLES)]
         history = HISTORY[:k]
         _clear(llm)
-        cold = await timed_choose(llm, context, role[1], state_prompt(role, history))
+        before = llm.stats() if _engine_tree(llm) else None
+        cold = await timed_choose(llm, context, role[1], state_prompt(role, history), cold=True)
+        if before is not None:
+            tokens = llm.stats().prompt_tokens - before.prompt_tokens
         grown = await timed_choose(llm, context, role[1], state_prompt(role, HISTORY[: k + 1]))
         # interleaved: the other role calls, then the first role's history grows again
         await timed_choose(llm, context, other[1], state_prompt(other, history))
         grown_after_other = await timed_choose(llm, context, role[1], state_prompt(role, HISTORY[: k + 2]))
         rows.append({"cold_s": cold, "grown_s": grown, "grown_after_other_s": grown_after_other})
-    tokens = len(llm.llama.tokenize(state_prompt(ROLES[0], HISTORY[:k]).encode()))
+    if not _engine_tree(llm):
+        tokens = len(llm.llama.tokenize(state_prompt(ROLES[0], HISTORY[:k]).encode()))
     out: dict[str, Any] = {"history_messages": k, "prompt_tokens": tokens, "reps": reps, "rows": rows}
     for name in ("cold_s", "grown_s", "grown_after_other_s"):
         out[name] = statistics.median(r[name] for r in rows)
     out["grown_over_cold"] = out["grown_s"] / out["cold_s"]
     out["grown_after_other_over_cold"] = out["grown_after_other_s"] / out["cold_s"]
+    if _engine_tree(llm):
+        stats = llm.stats()
+        out["engine"] = {"prompt_tokens": stats.prompt_tokens, "cached_tokens": stats.cached_tokens,
+                         "cached_share": stats.cached_tokens / max(1, stats.prompt_tokens)}
     cache = getattr(llm, "prefix_cache", None)
     if cache is not None:
         stats = cache.stats()
@@ -133,11 +159,15 @@ def report(res: dict[str, Any]) -> str:
     lines = [
         f"state selection on {res['model']}, {s['prompt_tokens']}-token prompt ({s['history_messages']} history "
         f"messages), median of {s['reps']}:",
-        f"  cold (nothing saved for the role):              {s['cold_s']:.3f} s",
+        f"  cold (the whole prompt evaluated):              {s['cold_s']:.3f} s",
         f"  history grown by one message:                   {s['grown_s']:.3f} s  ({s['grown_over_cold']:.2f}x cold)",
         f"  grown again, after another role's call:         {s['grown_after_other_s']:.3f} s  "
         f"({s['grown_after_other_over_cold']:.2f}x cold)",
     ]
+    if "engine" in s:
+        e = s["engine"]
+        lines.append(f"  the engine took {e['cached_tokens']} of {e['prompt_tokens']} prompt tokens from its slots' "
+                     f"cache ({e['cached_share']:.0%})")
     if "cache" in s:
         c = s["cache"]
         lines.append(f"  saved states: {c['entries']} holding {c['bytes'] / 2**20:.1f} MiB "
@@ -156,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "prefix.json")
     args = parser.parse_args(argv)
     llm = LocalLLM()
-    llm.llama  # noqa: B018 - load the model before timing
+    _load(llm)
     res: dict[str, Any] = {"model": llm.model,
                            "state_selection": asyncio.run(state_selection(llm, args.reps, args.history))}
     if args.main_job:

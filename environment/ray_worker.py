@@ -111,6 +111,7 @@ class ClusterModel(BaseLLM):
     def __init__(self, inner: BaseLLM, worker: RoleWorker):
         super().__init__(inner.model, inner.settings)
         self.inner = inner
+        self.reaches_a_model = inner.reaches_a_model  # its calls are the inner model's
         self.worker = worker
         self.free = inner.free
         self.supports_json_schema = inner.supports_json_schema

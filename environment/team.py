@@ -25,7 +25,7 @@ from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
-from rolecast.runs.log import DURABILITIES, Durability, RunLog, new_run_id
+from rolecast.runs.log import Durability, RunLog, check_durability, new_run_id
 from rolecast.runs.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
@@ -211,8 +211,7 @@ class Team(Model):
         self_recovers = policy == "recover"
         # the environment stops at a failure; a recovering team then logs, saves and returns
         env_on_error: Literal["stop", "continue"] = "continue" if policy == "continue" else "stop"
-        if durability not in DURABILITIES:
-            raise UsageError(f'Team(durability={durability!r}): choose "batched" or "call"')
+        check_durability(durability, "Team")
         reject_unknown_keywords("Team", data, {*type(self).model_fields, *INIT_KEYWORDS})
         if fork is not None and reuse is not None:
             raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
@@ -471,26 +470,22 @@ class Team(Model):
         return History(self.env.history.get())
 
     async def _round(self, run_deadline: float | None) -> None:
-        """One round of the environment, within the round's and the run's deadlines."""
+        """One round of the environment, within the round's and the run's deadlines (the nearer one
+        is the round's limit; when it fires, the error names it)."""
         loop = asyncio.get_running_loop()
-        limit = self.round_timeout
+        limit, limited_by = self.round_timeout, f"round {self._rounds}"
         if run_deadline is not None:
             left = run_deadline - loop.time()
             if left <= 0:
                 raise DeadlineExceeded("the run", float(self.run_timeout or 0))
-            limit = left if limit is None else min(limit, left)
+            if limit is None or left <= limit:
+                limit, limited_by = left, "the run"
         if limit is None:
             await self.env.run()
             return
-        began = loop.time()
-        try:
-            await asyncio.wait_for(self.env.run(), limit)
-        except asyncio.TimeoutError as exc:
-            if loop.time() - began < limit * 0.99:
-                raise  # a timeout of something inside the round, not the round's deadline
-            if run_deadline is not None and loop.time() >= run_deadline - 0.001:
-                raise DeadlineExceeded("the run", float(self.run_timeout or 0)) from exc
-            raise DeadlineExceeded(f"round {self._rounds}", float(self.round_timeout or 0)) from exc
+        if not await _finished_within(self.env.run(), limit):
+            budget = self.run_timeout if limited_by == "the run" else self.round_timeout
+            raise DeadlineExceeded(limited_by, float(budget or 0))
 
     def _check_runnable(self, idea: Any) -> None:
         """A run with no roles, or with nothing to start from, would "succeed" doing nothing: refuse it."""
@@ -561,3 +556,23 @@ class Team(Model):
         except RuntimeError:
             return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
         raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")
+
+
+async def _finished_within(coro: Any, limit: float) -> bool:
+    """Await ``coro`` for at most ``limit`` seconds: True when it finished (whatever it raised — a
+    timeout of something inside it among them — propagates as it is), False when this deadline
+    fired first (it was then cancelled, and has wound down)."""
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=limit)
+    finally:
+        if not task.done():  # the deadline fired, or this run was cancelled
+            task.cancel()
+            await asyncio.wait((task,))
+    if not done and task.cancelled():
+        return False
+    task.result()
+    return True
+
+
+__all__ = ["DEFAULT", "INIT_KEYWORDS", "History", "Team"]

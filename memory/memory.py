@@ -121,7 +121,7 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:
-        key = self._key(message) if self.ignore_id else message.id  # (inlined: every delivery comes here)
+        key = self._key(message)
         if key in self._ids:
             return
         self._ids.add(key)
@@ -213,3 +213,6 @@ class Memory:
     def try_remember(self, keyword: str) -> list[Message]:
         """MetaGPT's name for :meth:`get_by_content`."""
         return self.get_by_content(keyword)
+
+
+__all__ = ["Memory"]

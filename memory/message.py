@@ -24,10 +24,10 @@ from rolecast.errors import DataError, OutputParseError, UsageError
 from rolecast.jsonutil import check_depth, extract_json
 from rolecast.llm.base import BaseLLM
 from rolecast.models import Model
+from rolecast.runs.events import MESSAGE_ROUTE_TO_ALL
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
 
-MESSAGE_ROUTE_TO_ALL = "<all>"
 #: ``any_to_str(actions.UserRequirement)``: a message's cause unless it names another
 #: (memory sits below actions, so the class is named, not imported)
 USER_REQUIREMENT = "actions.action.UserRequirement"
@@ -273,9 +273,6 @@ class Message(Model):
         return isinstance(other, Message) and other.id == self.id
 
 
-_urandom = os.urandom
-_object_new = object.__new__
-_object_setattr = object.__setattr__
 #: the fields a framework-made message is given (see :func:`plain_message`)
 _PLAIN_FIELDS_SET = frozenset({"content", "role", "cause_by", "sent_from"})
 
@@ -302,22 +299,18 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
     plain = type(content) is str and type(role) is str and type(sent_from) is str
     if not (plain and isinstance(cause_by, (BaseModel, type))):
         return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
-    cls = cause_by if isinstance(cause_by, type) else type(cause_by)
-    if cls is cause_by or _HAS_PROFILE.get(cls) is False:  # (_sender_or_cause's rule, inlined)
-        cause = f"{cls.__module__}.{cls.__qualname__}"
-    else:
-        cause = _sender_or_cause(cause_by)
-        if type(cause) is not str:
-            return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
-    message = _object_new(Message)
-    _object_setattr(message, "__dict__", {
-        "id": f"{int.from_bytes(_urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}",  # new_message_id()
+    cause = _sender_or_cause(cause_by)
+    if type(cause) is not str:
+        return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
+    message = object.__new__(Message)
+    object.__setattr__(message, "__dict__", {
+        "id": new_message_id(),
         "content": content, "instruct_content": None, "role": role, "cause_by": cause,
         "sent_from": sent_from, "send_to": {MESSAGE_ROUTE_TO_ALL}, "metadata": {},
     })
-    _object_setattr(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
-    _object_setattr(message, "__pydantic_extra__", None)
-    _object_setattr(message, "__pydantic_private__", None)
+    object.__setattr__(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
+    object.__setattr__(message, "__pydantic_extra__", None)
+    object.__setattr__(message, "__pydantic_private__", None)
     return message
 
 
@@ -437,3 +430,22 @@ class SystemMessage(Message):
     def __init__(self, content: str = "", **data: Any):
         data.setdefault("role", "system")
         super().__init__(content, **data)
+
+
+__all__ = [
+    "MAX_MESSAGE_DEPTH",
+    "MESSAGE_ROUTE_TO_ALL",
+    "USER_REQUIREMENT",
+    "AIMessage",
+    "InstructContent",
+    "Message",
+    "SystemMessage",
+    "UserMessage",
+    "allow_instruct_modules",
+    "any_to_str",
+    "any_to_str_set",
+    "load_json_data",
+    "new_message_id",
+    "plain_message",
+    "register_instruct_model",
+]

@@ -28,6 +28,7 @@ from .config import Config
 from .context import default_context
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
+from .llm.engine import engine_installed, info_rows
 from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .printable import printable
@@ -38,7 +39,7 @@ def _row(label: str, value: object) -> None:
     print(f"{label:<18} : {value}")
 
 
-def gguf_file(path: str | Path) -> Path:
+def _gguf_file(path: str | Path) -> Path:
     """``path`` if it is a readable GGUF file; else a :class:`ConfigError` saying what is wrong with it."""
     file = Path(path).expanduser()
     if not file.is_file():
@@ -57,7 +58,7 @@ def _model_rows(provider: str, cfg: Any) -> None:
     """The model a run would use: for the local provider its file, size, and whether it can be read."""
     if provider == "local":
         configured = getattr(cfg, "model_path", None) or (cfg.model if (cfg.model or "").endswith(".gguf") else None)
-        file = gguf_file(configured or embedded_model_path())
+        file = _gguf_file(configured or embedded_model_path())
         name = cfg.model if cfg.model and not cfg.model.endswith(".gguf") else file.stem
         if not configured:
             name = f"{EMBEDDED_MODEL_NAME} (embedded)"
@@ -87,6 +88,9 @@ def _info() -> int:
     if settings:
         _row("settings", settings)
     _row("embedded model", "installed" if local_model_available() else "not installed")
+    if provider == "local" or engine_installed():  # the engine's report costs a child process (~0.3 s)
+        for name, value in info_rows(getattr(cfg, "n_threads", None), getattr(cfg, "n_threads_batch", None)):
+            _row(name, value)
     if config.services:
         _row("services", ", ".join(sorted(config.services)))
     return 0
@@ -139,3 +143,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+__all__ = ["main"]

@@ -149,9 +149,12 @@ class LocalConfig(_ProviderConfig):
     n_threads_batch: int | None = Field(
         default=None, description="threads evaluating prompts; default: as many as n_threads",
     )
+    n_parallel: int = Field(
+        default=4, ge=1, description="slots decoded together: concurrent calls share one batch",
+    )
     prefix_cache_mib: float = Field(
         default=256.0, ge=0,
-        description="memory for the per-role saved prompt states (0 = re-read every prompt)",
+        description="RAM for the prompt states of idle slots (0 = evaluate every prompt from scratch)",
     )
 
 
@@ -191,7 +194,7 @@ def infer_provider(data: Any) -> str:
     if provider:
         return provider if provider in (*BUILTIN_PROVIDERS, "auto") else "plugin"
     model = data.get("model") or ""
-    local_keys = ("n_ctx", "n_threads", "n_threads_batch", "prefix_cache_mib")
+    local_keys = ("n_ctx", "n_threads", "n_threads_batch", "n_parallel", "prefix_cache_mib")
     if data.get("model_path") or str(model).endswith(".gguf") or any(k in data for k in local_keys):
         return "local"
     if data.get("api_key") is not None or data.get("base_url") or model:

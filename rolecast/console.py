@@ -28,7 +28,7 @@ from .errors import RolecastError
 from .printable import printable
 from .runs import events as run_events
 from .runs.approvals import EXIT_WAITING
-from .runs.events import STATE_INVALID
+from .runs.events import MESSAGE_ROUTE_TO_ALL, STATE_INVALID
 from .runs.store import (
     LLM_CALL,
     MESSAGE,
@@ -43,7 +43,7 @@ from .runs.store import (
 
 THINKING = "thinking"  # passing event: a role starts an action ({"action": name})
 LLM_TOKEN = "llm_token"  # passing event: a chunk of streamed model text ({"text": chunk})
-_ALL = "<all>"
+_ALL = MESSAGE_ROUTE_TO_ALL
 T = TypeVar("T")
 
 

@@ -24,7 +24,7 @@ from .errors import UsageError
 from .hooks import Hooks
 from .llm import as_llm, create_llm
 from .llm.base import BaseLLM
-from .metering import Meter, default_cost_manager, enter_meter, exit_meter
+from .metering import default_cost_manager, metered
 from .runs.log import RunLog
 
 
@@ -177,11 +177,10 @@ class Context:
         """Charge every LLM call made inside to this context (and ``role``)."""
         scope = Scope(self, role)
         token = _SCOPE.set(scope)
-        meter = enter_meter(Meter(self.cost_manager, role, self.run_log))  # (every turn: no nested context manager)
         try:
-            yield scope
+            with metered(self.cost_manager, role, self.run_log):
+                yield scope
         finally:
-            exit_meter(meter)
             _SCOPE.reset(token)
 
 
@@ -212,7 +211,9 @@ def current_scope() -> Scope:
 
 
 def current_context() -> Context:
-    scope = _SCOPE.get()  # (current_scope() inlined: every action's context and model are resolved through here)
-    if scope is not None:
-        return scope.context
-    return _DEFAULT if _DEFAULT is not None else default_context()
+    """The context of the running task (the process-wide default outside any team)."""
+    scope = _SCOPE.get()
+    return scope.context if scope is not None else default_context()
+
+
+__all__ = ["AttrDict", "Context", "Scope", "current_context", "current_scope", "default_context"]

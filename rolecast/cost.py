@@ -251,14 +251,17 @@ class CostManager:
     def release(self, reservation: Reservation) -> None:
         """Give a reservation back without charging anything (idempotent)."""
         with self._lock:
-            if self._open.pop(reservation.id, None) is not None:
-                self.reserved = _at_least_zero(self.reserved - reservation.amount)
+            self._release_locked(reservation)
+
+    def _release_locked(self, reservation: Reservation) -> None:
+        """:meth:`release`'s work, for a caller that holds the lock."""
+        if self._open.pop(reservation.id, None) is not None:
+            self.reserved = _at_least_zero(self.reserved - reservation.amount)
 
     def settle(self, reservation: Reservation, prompt_tokens: int, completion_tokens: int) -> float:
         """Release ``reservation`` and charge the call's true usage; returns its cost."""
         with self._lock:
-            if self._open.pop(reservation.id, None) is not None:  # release(reservation), inlined
-                self.reserved = _at_least_zero(self.reserved - reservation.amount)
+            self._release_locked(reservation)
             model = reservation.model
             cost = 0.0 if reservation.free else self.cost_of(model, prompt_tokens, completion_tokens)
             self._count(model, reservation.role, prompt_tokens, completion_tokens, cost, False)
@@ -329,3 +332,14 @@ def _at_least_zero(amount: float) -> float:
 
 def _failed(totals: UsageTotals) -> str:
     return f" (+{totals.failed} failed)" if totals.failed else ""
+
+
+__all__ = [
+    "NO_ROLE",
+    "PRICES_PER_MTOK",
+    "CostManager",
+    "Reservation",
+    "UsageTotals",
+    "estimate_tokens",
+    "max_prompt_tokens",
+]

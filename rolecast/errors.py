@@ -12,6 +12,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── PlanEditError           a plan edit names a task that is not (or already) there
     │   ├── NothingToRun            a bare Action was run with no run() of its own, instruction or input
     │   ├── NodeNotFilled           an ActionNode was reviewed or revised before it was filled
+    │   ├── ModelRequestsBlocked    a real model was asked while model requests are off (tests)
     │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -107,6 +108,21 @@ class NodeNotFilled(UsageError, RuntimeError):
 
     Also a ``RuntimeError``, which is what MetaGPT's ``ActionNode.review`` / ``revise`` raise.
     """
+
+
+class ModelRequestsBlocked(UsageError):
+    """A real model (a server, or a model loaded in this process) was asked while model requests are
+    off: ``ROLECAST_ALLOW_MODEL_REQUESTS=0``, or :func:`rolecast.testing.allow_model_requests` (False).
+    Raised before the call reaches the model; scripted doubles and answers read from a run log are not
+    model requests."""
+
+    def __init__(self, provider: str):
+        self.provider = provider
+        super().__init__(
+            f"{provider} would ask a real model, but model requests are off (ROLECAST_ALLOW_MODEL_REQUESTS=0 or "
+            "rolecast.testing.allow_model_requests(False)); use a scripted double from rolecast.testing, or "
+            "allow them for this test: `with allow_model_requests(True): ...`"
+        )
 
 
 class DataError(UsageError):
@@ -389,6 +405,7 @@ __all__ = [
     "LLMRateLimitError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "ModelRequestsBlocked",
     "NestedEventLoopError",
     "NodeNotFilled",
     "NothingToRun",

@@ -143,3 +143,6 @@ class Hooks:
         event = Event(kind, data)
         for handler in list(self._events):
             await _call(handler, event)
+
+
+__all__ = ["Event", "EventHandler", "Hook", "Hooks", "Invocation"]

@@ -3,8 +3,9 @@
 pydantic keeps a model's private attributes (``_llm``, ``_context`` …) in ``__pydantic_private__``
 and reads them through ``BaseModel.__getattr__``, which first probes the attribute's
 declaration for a descriptor (an ``AttributeError`` raised and caught on every read): about
-3 µs a read, and a react step reads a dozen. :class:`Model` looks in the dict first and falls
-back on pydantic for everything else, so behaviour is pydantic's own.
+3 µs a read, and a react step reads a dozen (``bench/bench_framework.py`` (d), the react step).
+:class:`Model` looks in the dict first and falls back on pydantic for everything else, so behaviour
+is pydantic's own.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ class LLMSettings(BaseModel):
             return self
         if isinstance(override, dict):
             override = LLMSettings(**override)
-        # both sides are validated already: copy with the updates, no second validation (a hot path)
+        # both sides are validated already: a copy with the updates needs no second validation
         updates: dict[str, Any] = {
             name: value for name in type(self).model_fields
             if name != "extra" and (value := getattr(override, name)) is not None

@@ -14,6 +14,11 @@ as ``Team(llm=...)``, ``Role(llm=...)`` or ``Action(llm=...)``.
 Both also embed, deterministically and without using a scripted reply: words hashed
 into ``embed_dim`` dimensions (:func:`~rolecast.llm.embedders.hashed_vector`), so texts
 sharing words are near; each embed call is recorded with ``kind="embed"``.
+
+:func:`allow_model_requests` (False) — or ``ROLECAST_ALLOW_MODEL_REQUESTS=0`` in the environment —
+makes every request to a real model (an OpenAI-compatible server, the embedded local model, a
+model-backed embedder) raise :class:`~rolecast.errors.ModelRequestsBlocked` before it reaches the
+model, so a test cannot call one by accident; these doubles are unaffected.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, cast
 
 from .cost import estimate_tokens
@@ -39,6 +45,7 @@ from .llm.base import (
     StructuredRequest,
     Usage,
     messages_text,
+    set_model_requests_allowed,
     truncate_at_stop,
 )
 from .llm.embedders import hashed_vector
@@ -76,6 +83,7 @@ class Call:
 
 
 class _DoubleBase(BaseLLM):
+    reaches_a_model = False  # scripted: unaffected by ROLECAST_ALLOW_MODEL_REQUESTS=0
     supports_json_schema = True
     supports_tools = True
     supports_embeddings = True
@@ -267,6 +275,7 @@ class ReplayLLM(BaseLLM):
     than it did at that point raises :class:`~rolecast.errors.ReplayMismatch`.
     """
 
+    reaches_a_model = False  # answers from a run log
     supports_json_schema = True
     supports_tools = True
     supports_embeddings = True
@@ -308,4 +317,28 @@ class ReplayLLM(BaseLLM):
         raise UsageError("ReplayLLM answers only through the metered path")
 
 
-__all__ = ["Call", "FunctionLLM", "ReplayLLM", "ScriptedLLM"]
+class allow_model_requests:  # lower case: called like a function (pydantic-ai's override_allow_model_requests)
+    """Allow (True) or block (False) requests to real models in this process, from now on; used as a
+    context manager, the previous setting comes back at its end::
+
+        allow_model_requests(False)          # this test session: no real model can be asked
+        with allow_model_requests(True):     # this block may (a test that starts its own server)
+            ...
+
+    A blocked request raises :class:`~rolecast.errors.ModelRequestsBlocked` before it reaches the
+    model. The setting overrides ``ROLECAST_ALLOW_MODEL_REQUESTS`` (``allow_model_requests(None)``:
+    the environment variable decides again)."""
+
+    def __init__(self, allowed: bool | None = True) -> None:
+        self._previous = set_model_requests_allowed(allowed)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        set_model_requests_allowed(self._previous)
+
+
+__all__ = ["Call", "FunctionLLM", "ReplayLLM", "ScriptedLLM", "allow_model_requests"]

@@ -105,10 +105,16 @@ class WatchSet(set[str]):
 
 
 class SkipLedger:
-    """The broadcasts an environment handed only to the roles that watch them (or are addressed),
-    kept once for all the others: each of those inboxes counts them as ignored (see
-    :meth:`MessageQueue.ignore`) without being called for each one. ``count`` broadcasts since the
-    round began (``epoch``), which ``ignorers`` inboxes in all counted as ignored."""
+    """The broadcasts an environment handed only to the roles that may react to them, kept once for
+    all the others: each of those inboxes counts them as ignored (see :meth:`MessageQueue.ignore`)
+    without being called for each one.
+
+    The arithmetic: ``count`` broadcasts were recorded since the round began (``epoch``), which
+    ``ignorers`` inboxes in all count as ignored. An inbox remembers the ledger's ``count`` when it
+    last read its messages (its base) and how many broadcasts since were handed to it or its own
+    (its credit); it ignored ``count - base - credit`` of them (see :meth:`MessageQueue._skipped`).
+    When the round ends the ledger is dropped (a new epoch): every inbox's base and credit are
+    then stale, and read as zero."""
 
     __slots__ = ("count", "epoch", "ignorers")
 
@@ -117,10 +123,15 @@ class SkipLedger:
         self.epoch = 0
         self.ignorers = 0
 
-    def add(self, ignorers: int) -> None:
-        """A broadcast that ``ignorers`` roles were not handed (the handed ones are :meth:`MessageQueue.credit`-ed)."""
+    def record(self, ignorers: int, handed: Iterable[MessageQueue]) -> None:
+        """A broadcast that ``ignorers`` roles were not handed; ``handed``: the inboxes that were
+        (or sent it), each credited with it. Nothing is recorded when every role was handed it."""
+        if ignorers <= 0:
+            return
         self.count += 1
         self.ignorers += ignorers
+        for inbox in handed:
+            inbox.credit(self)
 
     def drop(self) -> None:
         """Every inbox forgets what it ignored (the scheduler's next round; see :meth:`MessageQueue.drop_ignored`)."""
@@ -186,17 +197,19 @@ class MessageQueue:
         """The ledger's newest broadcast was not ignored by this inbox (handed to it, or its own)."""
         if ledger is not self._ledger:
             return
-        if self._epoch != ledger.epoch:  # nothing read or credited since the round began
+        if self._epoch != ledger.epoch:  # the ledger was dropped since this inbox last read: start afresh
             self._epoch, self._base, self._credit = ledger.epoch, 0, 0
         self._credit += 1
 
     def _read_ledger(self) -> None:
+        """This inbox has read (or dropped) everything: the ledger's broadcasts so far are no longer ignored."""
         ledger = self._ledger
         if ledger is not None:
             self._epoch, self._base, self._credit = ledger.epoch, ledger.count, 0
 
     def _skipped(self) -> int:
-        """The ledger's broadcasts this inbox counts as ignored."""
+        """The ledger's broadcasts this inbox counts as ignored: those since it last read, less the
+        ones credited to it (see :class:`SkipLedger`); all of the round's after a drop."""
         ledger = self._ledger
         if ledger is None:
             return 0
@@ -287,7 +300,7 @@ class MessageQueue:
 
     def empty(self) -> bool:
         """Nothing received since the last read (ignored messages count until they are dropped)."""
-        return not self._queue and not self._ignored and not (self._ledger is not None and self._skipped())
+        return not self._queue and not self._ignored and not self._skipped()
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -324,8 +337,9 @@ class RoleContext(Model):
     def __setattr__(self, name: str, value: Any) -> None:
         if name != "watch":
             if name in _PLAIN_FIELDS and type(self) is RoleContext:
-                # what pydantic does for a field without assignment validation, without its two calls
-                # (a react step sets state and todo four times)
+                # what pydantic does for a field without assignment validation, without its calls: a
+                # react step sets state and todo four times, and through pydantic it made 83 Python
+                # calls instead of 67 (bench/bench_framework.py (d); tests/test_bench.py bounds it at 80)
                 self.__dict__[name] = value
                 self.__pydantic_fields_set__.add(name)
                 return
@@ -341,7 +355,8 @@ class RoleContext(Model):
             listener()
 
     def set_state(self, state: int, todo: Action | None) -> None:
-        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice)."""
+        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice: see
+        :meth:`__setattr__` for why plain fields are set directly)."""
         if type(self) is RoleContext:  # the plain fields' assignment below, both at once
             values = self.__dict__
             values["state"] = state

@@ -3,6 +3,7 @@ of its turn (``_observe``), remembers and publishes. A mixin of :class:`~roles.R
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -11,12 +12,39 @@ from memory import MESSAGE_ROUTE_TO_ALL, Message
 
 from .context import RoleContext
 
-#: Role classes → whether they override ``_observe`` (then they receive every message delivered)
-_OWN_OBSERVE: dict[type, bool] = {}
-#: Role classes → whether they override ``_observe`` or ``put_message`` (see :func:`hears_everything`)
-_OWN_INBOX: dict[type, bool] = {}
 #: attributes whose change the environment's watcher index hears of (see :meth:`Inbox.__setattr__`)
 _WIRED = frozenset({"rc", "observe_all_msg_from_buffer"})
+
+
+def reacts_to(message: Message, name: str, addresses: AbstractSet[str], watch: AbstractSet[str]) -> bool:
+    """The rule of who reacts to a message, written once: a role named ``name``, answering to
+    ``addresses`` and watching the causes ``watch``, reacts to ``message`` when it is not its own
+    and is addressed to it, or is a broadcast caused by an action it watches."""
+    if message.sent_from == name:
+        return False
+    send_to = message.send_to
+    return not addresses.isdisjoint(send_to) or (message.cause_by in watch and MESSAGE_ROUTE_TO_ALL in send_to)
+
+
+#: (Role class, method name) → whether the class overrides Inbox's method (see :func:`_overrides`)
+_OVERRIDES: dict[tuple[type, str], bool] = {}
+
+
+def _overrides(cls: type, method: str) -> bool:
+    """Whether a role class overrides :class:`Inbox`'s ``method`` (asked once per class: a pydantic
+    class's attribute lookup is slow). A class that overrides ``_observe`` reads its inbox its own
+    way, and is handed every message as it came, unscreened."""
+    key = (cls, method)
+    found = _OVERRIDES.get(key)
+    if found is None:
+        found = _OVERRIDES[key] = getattr(cls, method) is not getattr(Inbox, method)
+    return found
+
+
+def _keeps_everything(role: Inbox) -> bool:
+    """Whether ``role`` keeps every message delivered, unscreened: its class reads its inbox its own
+    way, or it remembers everything (``observe_all_msg_from_buffer``)."""
+    return _overrides(type(role), "_observe") or role.observe_all_msg_from_buffer
 
 
 def hears_everything(role: Inbox) -> bool:
@@ -25,10 +53,7 @@ def hears_everything(role: Inbox) -> bool:
     An environment hands any other role only the broadcasts it watches (see
     :meth:`environment.Environment.rewire_role`)."""
     cls = type(role)
-    own = _OWN_INBOX.get(cls)
-    if own is None:
-        own = _OWN_INBOX[cls] = cls._observe is not Inbox._observe or cls.put_message is not Inbox.put_message
-    return own or role.observe_all_msg_from_buffer
+    return _overrides(cls, "_observe") or _overrides(cls, "put_message") or role.observe_all_msg_from_buffer
 
 
 class Inbox:
@@ -46,17 +71,19 @@ class Inbox:
         def _setting(self) -> str: ...
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _WIRED:
-            super().__setattr__(name, value)
-            return
-        # a new context (its watch list and inbox) or a new observe_all_msg_from_buffer: the
-        # environment's watcher index is brought up to date
-        old = self.__dict__.get("rc")
+        """Set an attribute; a new context (its watch list and inbox) or a new
+        ``observe_all_msg_from_buffer`` brings the environment's watcher index up to date."""
+        env = self._env_to_rewire() if name in _WIRED else None
         super().__setattr__(name, value)
+        if env is not None:
+            env.rewire_role(self)
+
+    def _env_to_rewire(self) -> Any:
+        """The environment this role is wired into, read from its current context (a new context
+        has none yet), if it keeps a watcher index (has ``rewire_role``); else None."""
+        old = self.__dict__.get("rc")
         env = old.env if old is not None else None
-        rewire = getattr(env, "rewire_role", None)
-        if callable(rewire):
-            rewire(self)
+        return env if callable(getattr(env, "rewire_role", None)) else None
 
     def put_message(self, message: Message | None) -> None:
         """Put a message into this role's inbox (read at its next turn).
@@ -72,21 +99,10 @@ class Inbox:
         """
         if message is None:
             return
-        cls = type(self)
-        own_observe = _OWN_OBSERVE.get(cls)
-        if own_observe is None:  # looked up once per class: a pydantic class attribute lookup is slow
-            own_observe = _OWN_OBSERVE[cls] = cls._observe is not Inbox._observe
-        rc = self.rc
-        buffer = rc.msg_buffer
-        if own_observe or self.observe_all_msg_from_buffer:
+        buffer = self.rc.msg_buffer
+        if _keeps_everything(self):
             buffer.push(message)
-            return
-        send_to = message.send_to
-        # can_react's rule, inlined: this runs for every role a broadcast reaches
-        if message.sent_from != self.name and (
-            (MESSAGE_ROUTE_TO_ALL in send_to and message.cause_by in rc.watch)
-            or not self.addresses.isdisjoint(send_to)
-        ):
+        elif reacts_to(message, self.name, self.addresses, self.rc.watch):
             buffer.push_screened(message)  # _observe need not check it again
         else:
             buffer.ignore()
@@ -94,12 +110,7 @@ class Inbox:
     def can_react(self, message: Message) -> bool:
         """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast
         caused by an action it watches (whether it was already remembered is checked when observed)."""
-        if message.sent_from == self.name:
-            return False
-        send_to = message.send_to
-        if not self.addresses.isdisjoint(send_to):
-            return True
-        return message.cause_by in self.rc.watch and MESSAGE_ROUTE_TO_ALL in send_to
+        return reacts_to(message, self.name, self.addresses, self.rc.watch)
 
     def publish_message(self, message: Message | None) -> None:
         """Publish on the environment bus (signed with this role's name)."""
@@ -148,13 +159,7 @@ class Inbox:
             kept = memory.unseen(news)
         else:
             name, addresses, watch = self.name, self.addresses, rc.watch
-            # can_react's rule, inlined: this loop runs for every message delivered
-            kept = [
-                m for m in memory.unseen(news)
-                if m.sent_from != name and (
-                    not addresses.isdisjoint(m.send_to) or (m.cause_by in watch and MESSAGE_ROUTE_TO_ALL in m.send_to)
-                )
-            ]
+            kept = [m for m in memory.unseen(news) if reacts_to(m, name, addresses, watch)]
         self.rc.news = kept
         memory.add_batch(news if self.observe_all_msg_from_buffer else kept)
         self.latest_observed_msg = kept[-1] if kept else None
@@ -170,4 +175,4 @@ class Inbox:
         self.rc.msg_buffer.requeue(news)
 
 
-__all__ = ["Inbox", "hears_everything"]
+__all__ = ["Inbox", "hears_everything", "reacts_to"]

@@ -63,11 +63,6 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
-# the react modes a turn asks about (a module's name is read faster than an enum's member)
-_BY_ORDER = RoleReactMode.BY_ORDER
-_PLAN_AND_ACT = RoleReactMode.PLAN_AND_ACT
-
-
 def _action_list(actions: Any, role: Any) -> list[Any]:
     """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
     a mapping or a non-iterable is a UsageError saying what is expected."""
@@ -290,8 +285,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     async def prompt_history(self) -> list[Message]:
         """The history this role's prompts carry: all of it, or with long-term memory the recent
         and the relevant-to-the-news part, within its token budget."""
-        private = self.__pydantic_private__  # (read past Model.__getattr__: every step asks)
-        long_term = private["_long_term_memory"] if private is not None else self._long_term_memory
+        long_term = self._long_term_memory
         if long_term is None:
             return self.rc.history
         return await long_term.context(self.rc.memory, self.rc.news)
@@ -385,7 +379,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             self._set_state(self.rc.state)  # a restored role resumes at the action its turn failed in
             self.recovered = False
             return True
-        if self.rc.react_mode == _BY_ORDER:
+        if self.rc.react_mode == RoleReactMode.BY_ORDER:
             if self.rc.max_react_loop != n:
                 self.rc.max_react_loop = n
             self._set_state(self.rc.state + 1)
@@ -434,21 +428,26 @@ class Role(MetaGPTSDK, Inbox, Model):
             todo = self.rc.todo
             assert todo is not None  # _think returned True
             # the default _act runs the action through perform itself; an override is wrapped in it
-            default_act = type(self)._act is Role._act  # (self.acts_concurrently)
-            rsp = await (self._act() if default_act else perform(self, todo, invoke=self._act))
+            rsp = await (perform(self, todo, invoke=self._act) if self._overrides_act() else self._act())
             taken += 1
         return rsp
 
     # ------------------------------------------------------ plan_and_act owner
+    def _overrides_act(self) -> bool:
+        """Who runs an action, decided once: the default ``_act`` runs ``rc.todo`` through
+        :func:`~actions.perform.perform` itself; a class that overrides it (as in MetaGPT) has its
+        ``_act`` wrapped in perform, and since that reads ``rc.todo`` its actions run one at a time."""
+        return type(self)._act is not Role._act
+
     @property
     def acts_concurrently(self) -> bool:
         """Whether plan tasks may run side by side: not when ``_act`` is overridden (it reads ``rc.todo``)."""
-        return type(self)._act is Role._act
+        return not self._overrides_act()
 
     async def perform_task(self, action: Action, note: Message) -> Message:
         """Run one plan task: remember its instruction ``note``, then ``action`` on the history."""
         self.remember(note)
-        if self.acts_concurrently:
+        if not self._overrides_act():
             return await perform(self, action, await self.prompt_history())
         self._set_state(self.actions.index(action))
         return await perform(self, action, invoke=self._act)
@@ -471,7 +470,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         if rc.state != -1 and not self.recovered:
             self._set_state(-1)  # left by a failed turn: this turn starts over
         try:
-            rsp = await (self._plan_and_act() if rc.react_mode == _PLAN_AND_ACT else self._react())
+            rsp = await (self._plan_and_act() if rc.react_mode == RoleReactMode.PLAN_AND_ACT else self._react())
         except BaseException:
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
@@ -523,3 +522,6 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, profile={self.profile!r})"
+
+
+__all__ = ["INIT_KEYWORDS", "Role"]

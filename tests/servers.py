@@ -5,8 +5,8 @@
   faults on demand: a status code, a delay, a rejected field, a raw body of any
   content type (malformed JSON, an HTML page), extra headers (``Retry-After``), a body
   trickled byte by byte, a stream cut off before it ends, garbled event lines.
-* :class:`LlamaServerProcess` runs ``python -m llama_cpp.server`` as a subprocess and
-  waits until it answers ``/v1/models``.
+* :class:`LlamaServerProcess` runs llama.cpp's own server (the embedded model's engine,
+  xllamacpp, listening on 127.0.0.1) as a subprocess and waits until it answers ``/v1/models``.
 """
 
 from __future__ import annotations
@@ -236,15 +236,52 @@ class FakeOpenAIServer:
 
 
 # --------------------------------------------------------------------------- llama.cpp server
+# The child: llama.cpp's server from the xllamacpp wheel, listening on 127.0.0.1:<port> until SIGTERM.
+_SERVER_MAIN = """
+import json, signal, sys, threading
+import xllamacpp as xlc
+options = json.loads(sys.argv[1])
+params = xlc.CommonParams()
+params.model.path = options["model"]
+params.hostnames = ["127.0.0.1"]
+params.port = options["port"]
+params.n_ctx = options["n_ctx"]
+params.n_parallel = options["n_parallel"]
+params.kv_unified = True
+params.cpuparams.n_threads = params.cpuparams_batch.n_threads = options["threads"]
+params.warmup = False
+params.verbosity = options["verbosity"]
+if options["embedding"]:
+    params.embedding = True
+    params.n_batch = params.n_ubatch = options["n_ctx"]
+    if options["mean_pooling"]:
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+server = xlc.Server(params)
+print("listening on", server.listening_address, flush=True)
+stop = threading.Event()
+for sig in (signal.SIGTERM, signal.SIGINT):  # ours, not the engine's: exit through Python's shutdown
+    signal.signal(sig, lambda *_: stop.set())
+stop.wait()
+del server
+"""
+
+
 class LlamaServerProcess:
-    """``python -m llama_cpp.server`` on 127.0.0.1 and a free port, as a subprocess."""
+    """llama.cpp's OpenAI-compatible server (xllamacpp) on 127.0.0.1 and a free port, as a subprocess."""
 
     def __init__(
-        self, model: str | Path, *, n_ctx: int = 4096, startup_timeout: float = 180.0, extra_args: tuple[str, ...] = ()
+        self, model: str | Path, *, n_ctx: int = 4096, startup_timeout: float = 180.0, embedding: bool = False,
+        n_parallel: int = 2, threads: int = 1, verbosity: int = 2, mean_pooling: bool = False,
     ):
+        """``mean_pooling``: an embedding server averages the token vectors (for a model with no pooling of
+        its own, as the embedded model does in process)."""
         self.model = str(model)
-        self.extra_args = extra_args
         self.n_ctx = n_ctx
+        self.embedding = embedding
+        self.n_parallel = n_parallel
+        self.threads = threads
+        self.verbosity = verbosity
+        self.mean_pooling = mean_pooling
         self.startup_timeout = startup_timeout
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -258,20 +295,10 @@ class LlamaServerProcess:
         return Path(self._log.name).read_text(errors="replace")[-n:]
 
     def start(self) -> LlamaServerProcess:
-        cmd = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            self.model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.n_ctx),
-            *self.extra_args,
-        ]
+        options = {"model": self.model, "port": self.port, "n_ctx": self.n_ctx, "n_parallel": self.n_parallel,
+                   "threads": self.threads, "embedding": self.embedding, "verbosity": self.verbosity,
+                   "mean_pooling": self.mean_pooling}
+        cmd = [sys.executable, "-c", _SERVER_MAIN, json.dumps(options)]
         # OpenMP workers that sleep instead of spinning: much faster on a shared, busy machine
         env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
@@ -279,7 +306,7 @@ class LlamaServerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 code = self.process.returncode
-                raise RuntimeError(f"llama_cpp.server exited with {code}:\n{self.log_tail()}")
+                raise RuntimeError(f"the llama.cpp server exited with {code}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as resp:
                     if resp.status == 200:
@@ -288,7 +315,7 @@ class LlamaServerProcess:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise RuntimeError(f"llama_cpp.server not ready in {self.startup_timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"the llama.cpp server was not ready in {self.startup_timeout:.0f} s:\n{self.log_tail()}")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -93,6 +93,8 @@ def test_model_calls_are_counted_per_role_and_long_messages_clipped():
 class StreamingLLM(BaseLLM):
     """A provider that streams its answer in three chunks."""
 
+    reaches_a_model = False  # a test double
+
     async def _complete(self, messages: Messages, *, stop, settings, structured=None, tools=None) -> Completion:
         return Completion("one two three")
 

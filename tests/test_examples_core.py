@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+
 import pytest
 import support
 
@@ -71,6 +74,16 @@ def test_customized_agent_example_runs_the_code_in_the_sandbox():
 def test_cli_info_names_the_provider(command):
     out = run_example("-m", "rolecast.cli", *command)
     assert "provider" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="needs the llama.cpp engine (xllamacpp)")
+def test_cli_info_names_the_engine_its_cpu_features_and_threads():
+    out = support.run_example("-m", "rolecast.cli", "info", env={"ROLECAST_PROVIDER": "local", "OPENAI_API_KEY": ""})
+    assert out.returncode == 0, out.stderr
+    rows = dict(line.split(" : ", 1) for line in out.stdout.splitlines() if " : " in line)
+    assert rows["engine".ljust(18)].startswith("llama.cpp (xllamacpp 20")
+    assert rows["CPU features".ljust(18)].strip()  # whatever this CPU has, llama.cpp names it
+    assert re.fullmatch(r"\d+ generating, \d+ evaluating prompts \(\d+ cores\)", rows["threads".ljust(18)])
 
 
 def test_cli_version_and_the_model_info_would_run(tmp_path):

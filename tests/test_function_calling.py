@@ -120,6 +120,8 @@ async def test_bad_arguments_raise_when_parsing_errors_are_not_handled():
 
 
 class NoTools(BaseLLM):
+    reaches_a_model = False  # a test double
+
     def __init__(self):
         super().__init__("no-tools")
 

@@ -150,6 +150,8 @@ def test_grammars_are_built_once_per_tool_set() -> None:
 class NoGrammar(BaseLLM):
     """A provider without the capability: its _complete takes no grammar keyword at all."""
 
+    reaches_a_model = False  # a test double
+
     def __init__(self) -> None:
         super().__init__("plain")
         self.free = True

@@ -55,6 +55,7 @@ def make_llm(url: str, **kwargs: Any) -> OpenAILLM:
 
 
 # ------------------------------------------------------------------ item 2: bounded, typed decoding
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item2_a_200kb_nested_array_answer_is_a_response_error_not_recursion(server: FakeOpenAIServer) -> None:
     server.handler = lambda request: Reply(raw=NESTED_200KB)
     with pytest.raises(LLMResponseError, match="nested deeper than 32 levels"):
@@ -62,6 +63,7 @@ async def test_item2_a_200kb_nested_array_answer_is_a_response_error_not_recursi
     assert len(server.requests) == 2  # an unusable answer is retried like a 5xx, then typed
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item2_nesting_under_the_recursion_limit_is_refused_before_the_sdk_builds_it(
     server: FakeOpenAIServer,
 ) -> None:
@@ -74,6 +76,7 @@ async def test_item2_nesting_under_the_recursion_limit_is_refused_before_the_sdk
         await make_llm(server.url, max_retries=0).ask("hi")
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item2_a_nested_error_body_and_a_nested_stream_event_are_typed(server: FakeOpenAIServer) -> None:
     server.push(Reply(status=400, raw=NESTED_200KB))
     with pytest.raises(LLMAPIError) as info:
@@ -86,12 +89,14 @@ async def test_item2_a_nested_error_body_and_a_nested_stream_event_are_typed(ser
             pass
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item2_a_nested_embeddings_body_is_typed(server: FakeOpenAIServer) -> None:
     server.handler = lambda request: Reply(raw=NESTED_200KB)
     with pytest.raises(LLMResponseError, match="embeddings is JSON nested deeper"):
         await make_llm(server.url, max_retries=0).embed(["a"])
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item2_a_normal_completion_still_reads(server: FakeOpenAIServer) -> None:
     tool = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     server.push(Reply(text="Hello"), Reply(text=None, tool_calls=[tool]))
@@ -103,6 +108,7 @@ async def test_item2_a_normal_completion_still_reads(server: FakeOpenAIServer) -
 
 
 # ------------------------------------------------------------------ item 9: a deadline per call
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item9_retry_after_3600_with_timeout_2_fails_at_once_saying_why(server: FakeOpenAIServer) -> None:
     server.handler = lambda request: Reply(status=429, body={"error": {"message": "slow down"}},
                                            headers={"Retry-After": "3600"})
@@ -114,6 +120,7 @@ async def test_item9_retry_after_3600_with_timeout_2_fails_at_once_saying_why(se
     assert len(server.requests) == 1
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item9_the_deadline_bounds_attempts_and_waits_together(server: FakeOpenAIServer) -> None:
     server.handler = lambda request: Reply(delay=3.0)  # every attempt slower than the deadline
     llm = make_llm(server.url, timeout=2.0, max_retries=3, deadline=1.0)
@@ -123,6 +130,7 @@ async def test_item9_the_deadline_bounds_attempts_and_waits_together(server: Fak
     assert time.monotonic() - started < 1.8  # one attempt cut at the deadline, no second one begun
 
 
+@pytest.mark.allow_model_requests  # a fake server on 127.0.0.1
 async def test_item9_a_short_retry_after_inside_the_deadline_is_honoured(server: FakeOpenAIServer) -> None:
     server.push(Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0.3"}),
                 Reply(text="ok"))

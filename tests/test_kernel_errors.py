@@ -22,6 +22,7 @@ ARGS = {
     "ReplayError": ("has no answer",),
     "RunInUse": ("run-1",),
     "ApprovalPending": ("run-1", "Coder-1"),
+    "ModelRequestsBlocked": ("OpenAILLM(model='gpt-4o')",),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},

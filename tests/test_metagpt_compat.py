@@ -272,6 +272,8 @@ async def test_action_node_fill_raw_and_complex():
 class ConstrainedLLM(BaseLLM):
     """A double that, like llama.cpp, decodes under the schema it is given."""
 
+    reaches_a_model = False  # a test double
+
     grammar_constrained = True
     supports_json_schema = True
     free = True

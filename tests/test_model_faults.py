@@ -27,6 +27,7 @@ from memory import Message
 from rolecast.context import Context
 from rolecast.cost import CostManager, max_prompt_tokens
 from rolecast.errors import (
+    ActionFailed,
     BudgetExceeded,
     DeadlineExceeded,
     LLMEmptyAnswerError,
@@ -50,6 +51,10 @@ BAD_BODIES = {
     "empty-choices": Reply(body={**completion_body("x"), "choices": []}),
     "json-not-an-object": Reply(raw=b"[1, 2]"),
 }
+
+
+# the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
+pytestmark = pytest.mark.allow_model_requests
 
 
 @pytest.fixture
@@ -203,6 +208,30 @@ async def test_a_run_past_its_deadline_is_a_deadline_error() -> None:
     team = Team(llm=ScriptedLLM([]), roles=[Role(name="Sam", actions=[Slow()])], store=None, run_timeout=0.5)
     with pytest.raises(DeadlineExceeded, match="the run"):
         await team.run(n_round=50, idea="go")
+
+
+async def test_the_nearer_deadline_is_the_one_named() -> None:
+    """A run deadline nearer than the round's fires first, and the error says it was the run's."""
+    team = Team(llm=ScriptedLLM([]), roles=[Role(name="Sam", actions=[Slow()])], store=None,
+                round_timeout=30, run_timeout=0.3)
+    began = time.monotonic()
+    with pytest.raises(DeadlineExceeded, match="the run"):
+        await team.run(n_round=3, idea="go")
+    assert time.monotonic() - began < 3
+
+
+class TimesOut(Action):
+    async def run(self, history: list[Message]) -> str:  # type: ignore[override]
+        raise asyncio.TimeoutError("the tool's own timeout")
+
+
+async def test_a_timeout_inside_a_round_is_not_the_rounds_deadline() -> None:
+    """An action's own timeout, long before the round's deadline, is that action's failure."""
+    team = Team(llm=ScriptedLLM([]), roles=[Role(name="Sam", actions=[TimesOut()])], store=None, round_timeout=30)
+    with pytest.raises(ActionFailed) as caught:
+        await team.run(n_round=3, idea="go")
+    assert not isinstance(caught.value, DeadlineExceeded)
+    assert isinstance(caught.value.__cause__, asyncio.TimeoutError)
 
 
 # ------------------------------------------------------------------ retries

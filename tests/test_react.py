@@ -588,6 +588,8 @@ async def test_tool_agent_options_reach_the_loop():
 class IgnoresStop(BaseLLM):
     """A server that does not honour stop sequences: it invents the observation and the answer."""
 
+    reaches_a_model = False  # a test double
+
     def __init__(self, replies):
         super().__init__("ignores-stop")
         self.free = True

@@ -260,6 +260,8 @@ async def test_a_thought_without_action_continues():
 class IgnoresStop(BaseLLM):
     """A server that does not honour stop sequences (answers run on past them)."""
 
+    reaches_a_model = False  # a test double
+
     def __init__(self, replies):
         super().__init__("ignores-stop")
         self.free = True

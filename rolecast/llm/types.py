@@ -207,3 +207,21 @@ def choice_schema(n_options: int) -> dict[str, Any]:
         "required": ["choice"],
         "additionalProperties": False,
     }
+
+
+__all__ = [
+    "DEFAULT_FIX",
+    "Completion",
+    "EmbedPurpose",
+    "Embeddings",
+    "Messages",
+    "StructuredRequest",
+    "ToolCall",
+    "Usage",
+    "choice_schema",
+    "messages_text",
+    "parse_choice",
+    "pooled_vector",
+    "to_messages",
+    "truncate_at_stop",
+]

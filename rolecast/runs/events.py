@@ -118,6 +118,11 @@ class RoundStartedData(TypedDict, total=False):
     runtime: str
 
 
+#: the address of a broadcast (``Message.send_to``), in messages and in their logged events; defined
+#: here, the kernel's lowest place that knows it, and re-exported by :mod:`memory`
+MESSAGE_ROUTE_TO_ALL = "<all>"
+
+
 class MessageData(TypedDict):
     #: the message as ``Message.model_dump(mode="json")``: id, content, role, cause_by, sent_from, send_to …
     message: dict[str, Any]
@@ -404,6 +409,7 @@ __all__ = [
     "LINEAGE",
     "LLM_CALL",
     "MESSAGE",
+    "MESSAGE_ROUTE_TO_ALL",
     "PAYLOADS",
     "ROUND_FINISHED",
     "ROUND_STARTED",

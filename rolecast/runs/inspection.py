@@ -26,6 +26,7 @@ from .events import (
     LINEAGE,
     LLM_CALL,
     MESSAGE,
+    MESSAGE_ROUTE_TO_ALL,
     ROUND_STARTED,
     RUN_STARTED,
     RUN_STOPPED,
@@ -38,7 +39,7 @@ from .events import (
 from .ids import check_run_id
 from .requests import CallRequest, requests_of
 
-ALL = "<all>"
+ALL = MESSAGE_ROUTE_TO_ALL
 PREVIEW = 100
 
 

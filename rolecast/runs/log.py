@@ -83,6 +83,15 @@ Mode = Literal["record", "resume", "replay"]
 #: loop (``"batched"``, one transaction for them all) or alone, at once (``"call"``)
 Durability = Literal["batched", "call"]
 DURABILITIES: tuple[Durability, ...] = ("batched", "call")
+
+
+def check_durability(durability: Any, where: str = "") -> Durability:
+    """``durability`` if it is one of :data:`DURABILITIES`, else a UsageError (``where``: who was
+    given it, e.g. ``"Team"``, named in the message)."""
+    if durability not in DURABILITIES:
+        given = f"{where}(durability={durability!r})" if where else f"durability={durability!r}"
+        raise UsageError(f'{given}: choose "batched" or "call"')
+    return durability  # type: ignore[no-any-return]
 #: a model call durable in the store's journal reaches its database with the next write, or after
 #: this many seconds, or once this many events wait (see RunLog._flush_lazily)
 LAZY_WRITE_S = 0.05
@@ -188,8 +197,7 @@ class RunLog:
         durability: Durability = "batched", lease: bool = False, reuse: str | None = None,
         record_requests: bool | None = None,
     ):
-        if durability not in DURABILITIES:
-            raise UsageError(f'durability={durability!r}: choose "batched" or "call"')
+        check_durability(durability)
         self.store = store
         self.durability: Durability = durability
         self.run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
@@ -674,6 +682,6 @@ class RunLog:
 
 __all__ = [
     "DURABILITIES", "RECORD_REQUESTS", "Durability", "FullRequest", "Mode", "RecordedCall", "RunLog", "acting",
-    "canonical_json", "current_action",
-    "enter_action", "exit_action", "fingerprint", "new_run_id", "quote_json",
+    "canonical_json", "check_durability", "current_action", "enter_action", "exit_action", "fingerprint",
+    "new_run_id", "quote_json",
 ]

@@ -579,14 +579,13 @@ class RunSource:
 
     @contextmanager
     def _writable(self) -> Iterator[RunStore]:
-        """The store, opened to write for one steering step (the studio reads it read-only otherwise).
-        A SQLite file that is no longer there is an error, not a new, empty store."""
+        """The store, opened to write for one steering step (the studio reads it read-only otherwise);
+        a SQLite file that is no longer there is an error, never a new, empty store."""
         if self.store is not None and not self._owned:
             yield self.store  # a store object the studio was given: its owner's, written as it is
             return
         if self.path is not None and not self.path.exists():
-            raise ConfigError(f"no run store at {self.path} (it was deleted since the studio started)")
-        # (not read_only=True: that opens SQLite mode=ro now, and a fork or an answer must write)
+            raise ConfigError(f"the run store {self.path} is gone: nothing to steer")
         store = open_store(str(self.path) if self.path is not None else self._location)
         assert store is not None
         try:

