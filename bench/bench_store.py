@@ -19,6 +19,11 @@ Measures:
       one before), the case where the batched default has nothing to batch: CPU per call for
       store off, batched and ``durability="call"``, and how many transactions each committed;
   (d) the store's size: the SQLite file per 1,000 model calls of the broadcast run.
+
+Each model call's full request (every message, by reference to the store's texts, and the settings;
+payload format 3) is recorded by default; (a), (c) and (d) also run with it off
+(``rolecast.runs.log.RECORD_REQUESTS = False``: each call keeps only its summary, as before format 3),
+interleaved with the others, so that what recording costs is measured on the same machine.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import rolecast.runs.log as run_log  # noqa: E402
 from actions import Action, UserRequirement  # noqa: E402
 from environment import Team  # noqa: E402
 from memory import Message  # noqa: E402
@@ -68,6 +74,16 @@ def _team(n_roles: int, llm: FunctionLLM, store: object, run_id: str | None = No
     return team
 
 
+class _Summaries:
+    """Within the block, logs record each call's summary only (no full request: as before format 3)."""
+
+    def __enter__(self) -> None:
+        run_log.RECORD_REQUESTS = False
+
+    def __exit__(self, *exc: object) -> None:
+        run_log.RECORD_REQUESTS = True
+
+
 async def _broadcast(n_roles: int, n_rounds: int, store: object, durability: str = "batched") -> float:
     """CPU seconds of the run (process time: a loaded machine shifts it far less than wall time)."""
     team = _team(n_roles, FunctionLLM(lambda messages: "ok"), store, durability=durability)
@@ -79,16 +95,22 @@ async def _broadcast(n_roles: int, n_rounds: int, store: object, durability: str
 
 
 def overhead(n_roles: int, n_rounds: int, repeats: int) -> dict[str, float]:
-    off, on, per_call, no_writes = [], [], [], []
+    off, on, per_call, no_writes, summaries = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):  # interleaved, so every side sees the same machine
             off.append(asyncio.run(_broadcast(n_roles, n_rounds, None)))
             on.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/runs-{i}.db")))
+            with _Summaries():
+                summaries.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/summaries-{i}.db")))
             per_call.append(asyncio.run(_broadcast(n_roles, n_rounds, f"{tmp}/call-{i}.db", "call")))
             no_writes.append(asyncio.run(_broadcast(n_roles, n_rounds, _NoWrites())))
     off_s, on_s, call_s = statistics.median(off), statistics.median(on), statistics.median(per_call)
     free_s = statistics.median(no_writes)
+    calls = n_roles * n_rounds
+    summaries_s = statistics.median(summaries)
     return {"roles": n_roles, "rounds": n_rounds, "off_s": off_s, "on_s": on_s, "overhead": on_s / off_s - 1,
+            "on_us_per_call": (on_s - off_s) / calls * 1e6,
+            "summaries_s": summaries_s, "summaries_us_per_call": (summaries_s - off_s) / calls * 1e6,
             "per_call_s": call_s, "per_call_overhead": call_s / off_s - 1,
             "no_writes_s": free_s, "no_writes_overhead": free_s / off_s - 1}
 
@@ -161,25 +183,28 @@ async def _chain(n_calls: int, store: object, durability: str = "batched") -> tu
 
 
 def chain(n_calls: int, repeats: int) -> dict[str, float]:
-    off, batched, per_call, commits_b, commits_c = [], [], [], [], []
+    off, batched, per_call, commits_b, commits_c, summaries = [], [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):  # interleaved, so every side sees the same machine
             off.append(asyncio.run(_chain(n_calls, None))[0])
             spent, commits = asyncio.run(_chain(n_calls, f"{tmp}/b-{i}.db"))
             batched.append(spent)
             commits_b.append(commits)
+            with _Summaries():
+                summaries.append(asyncio.run(_chain(n_calls, f"{tmp}/s-{i}.db"))[0])
             spent, commits = asyncio.run(_chain(n_calls, f"{tmp}/c-{i}.db", "call"))
             per_call.append(spent)
             commits_c.append(commits)
     off_s = statistics.median(off)
     return {"calls": n_calls, "off_us": off_s / n_calls * 1e6,
             "batched_us": (statistics.median(batched) - off_s) / n_calls * 1e6,
+            "summaries_us": (statistics.median(summaries) - off_s) / n_calls * 1e6,
             "call_us": (statistics.median(per_call) - off_s) / n_calls * 1e6,
             "batched_commits": statistics.median(commits_b), "call_commits": statistics.median(commits_c)}
 
 
-def size(n_roles: int, n_rounds: int) -> dict[str, float]:
-    """The SQLite store's bytes per 1,000 model calls (the broadcast run, its file closed and checkpointed)."""
+def _size(n_roles: int, n_rounds: int) -> tuple[int, int]:
+    """(model calls, bytes) of the SQLite store of one broadcast run, its file vacuumed and checkpointed."""
     from rolecast.runs.store import SQLiteRunStore
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,7 +215,16 @@ def size(n_roles: int, n_rounds: int) -> dict[str, float]:
         store.vacuum()
         total = store.size() or 0
         store.close()
-    return {"calls": calls, "bytes": total, "mib_per_1000_calls": total / 2**20 / calls * 1000}
+    return calls, total
+
+
+def size(n_roles: int, n_rounds: int) -> dict[str, float]:
+    """The SQLite store's bytes per 1,000 model calls (the broadcast run), with full requests and without."""
+    calls, total = _size(n_roles, n_rounds)
+    with _Summaries():
+        _, summaries = _size(n_roles, n_rounds)
+    return {"calls": calls, "bytes": total, "mib_per_1000_calls": total / 2**20 / calls * 1000,
+            "summaries_bytes": summaries, "summaries_mib_per_1000_calls": summaries / 2**20 / calls * 1000}
 
 
 def main() -> None:
@@ -210,14 +244,18 @@ def main() -> None:
           f"a commit per call (durability=\"call\") {o['per_call_s'] * 1e3:.1f} ms "
           f"({o['per_call_overhead'] * 100:+.0f} %); the log's own work, writing nothing, "
           f"{o['no_writes_s'] * 1e3:.1f} ms ({o['no_writes_overhead'] * 100:+.0f} %)")
+    print(f"    per call above the store off: {o['on_us_per_call']:.0f} µs with full requests, "
+          f"{o['summaries_us_per_call']:.0f} µs with summaries only (RECORD_REQUESTS off)")
     print(f"(b) resume of {r['messages']} messages: {r['resume_s']:.3f} s (first run {r['first_run_s']:.3f} s); "
           f"model calls on resume: {r['model_calls_on_resume']} of {r['model_calls_first']}")
     c, z = result["chain"], result["size"]
     print(f"(c) sequential chain of {c['calls']} calls: the log's cost per call: batched {c['batched_us']:.0f} µs "
           f"({c['batched_commits']:.0f} commits), durability=\"call\" {c['call_us']:.0f} µs "
-          f"({c['call_commits']:.0f} commits); the run without a store {c['off_us']:.0f} µs per call")
+          f"({c['call_commits']:.0f} commits); the run without a store {c['off_us']:.0f} µs per call; "
+          f"batched with summaries only {c['summaries_us']:.0f} µs")
     print(f"(d) store size: {z['bytes'] / 2**20:.2f} MiB for {z['calls']:.0f} model calls = "
-          f"{z['mib_per_1000_calls']:.2f} MiB per 1,000 calls")
+          f"{z['mib_per_1000_calls']:.2f} MiB per 1,000 calls "
+          f"(summaries only: {z['summaries_mib_per_1000_calls']:.2f})")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "store.json").write_text(json.dumps(result, indent=1))

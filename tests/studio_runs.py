@@ -122,6 +122,40 @@ async def debate(store: str | Path, *, rounds: int = 4, topic: str = "Should cit
     return team.run_id
 
 
+#: the review chat's system prompt: long (the studio folds it), the same in every call
+REVIEW_BRIEF = "You review pull requests. " + "Cite the line, say why, propose the fix. " * 30
+
+
+class Review(Action):
+    """A model call of several messages: the brief, the conversation so far, a question with markup."""
+
+    name: str = "Review"
+
+    async def run(self, history: list[Message]) -> str:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": REVIEW_BRIEF}]
+        for m in history:
+            messages.append({"role": "assistant" if m.cause_by.endswith("Review") else "user", "content": m.content})
+        messages.append({"role": "user", "content": f"Round {len(history)}: what next? {HOSTILE}"})
+        return await self._aask(messages)
+
+
+async def review_chat(store: str | Path, rounds: int = 3) -> tuple[str, list[list[dict[str, Any]]]]:
+    """Two reviewers answering each other, each call a chat of several messages; the run id and every
+    call's messages as the model received them, in order."""
+    seen: list[list[dict[str, Any]]] = []
+
+    def answer(messages: list[dict[str, Any]]) -> str:
+        seen.append([dict(m) for m in messages])
+        return f"Reviewer note {len(seen)}: line {len(seen) * 7} needs a test."
+
+    team = Team(llm=FunctionLLM(answer), store=str(store))
+    team.hire([Role(name="Ann", actions=[Review()], watch=[UserRequirement, Review]),
+               Role(name="Bob", actions=[Review()], watch=[Review])])
+    team.run_project("Please review PR 42.")
+    await team.run(n_round=rounds)
+    return team.run_id, seen
+
+
 async def hostile(store: str | Path) -> str:
     """A debate whose model answers with markup that would run if a page did not escape it."""
     return await debate(store, rounds=2, topic="Is HTML text?",

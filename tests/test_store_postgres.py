@@ -132,3 +132,32 @@ def test_one_writer_per_run_and_delete_and_prune_on_postgresql(pg):
     store.release("pg-held", mine)
     store.close()
     other.close()
+
+
+def test_full_requests_keep_each_text_once_and_deleting_runs_drops_orphans_on_postgresql(pg):
+    """A team's calls on PostgreSQL: every message read back whole, a shared system prompt kept once,
+    the texts only a deleted run used deleted with it."""
+    from test_full_requests import BRIEF, chat
+
+    from rolecast.runs import requests_of
+    from rolecast.runs.requests import text_key
+
+    store = PostgresRunStore(pg.dsn)
+    before = store._query("SELECT COUNT(*) FROM rolecast_texts", [])[0][0]  # (other tests' runs)
+    try:
+        a, seen_a = chat(store, rounds=3, run_id="pg-chat-a", idea="Please review PR 1.")
+        b, seen_b = chat(store, rounds=2, run_id="pg-chat-b", idea="Please review PR 2.")
+        requests = requests_of(store, store.events(a, [LLM_CALL]))
+        assert [r.messages for r in requests] == seen_a and all(r.settings["max_tokens"] > 0 for r in requests)
+        rows = store._query("SELECT COUNT(*) FROM rolecast_texts WHERE text = %s", [BRIEF])
+        assert rows[0][0] == 1  # 5 calls of two runs, one copy
+        only_a = store._query("SELECT COUNT(*) FROM rolecast_texts WHERE text LIKE %s", ["%PR 1.%"])[0][0]
+        assert only_a >= 1
+        store.delete(a)
+        assert store._query("SELECT COUNT(*) FROM rolecast_texts WHERE text LIKE %s", ["%PR 1.%"])[0][0] == 0
+        assert store.texts([text_key(BRIEF)]) == {text_key(BRIEF): BRIEF}
+        assert [r.messages for r in requests_of(store, store.events(b, [LLM_CALL]))] == seen_b
+        store.delete(b)
+        assert store._query("SELECT COUNT(*) FROM rolecast_texts", [])[0][0] == before
+    finally:
+        store.close()

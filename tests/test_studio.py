@@ -4,6 +4,7 @@ real uvicorn on 127.0.0.1 (started and stopped by the tests) and runs made by re
 from __future__ import annotations
 
 import asyncio
+import html
 import http.client
 import json
 import os
@@ -27,6 +28,7 @@ from studio_runs import HOSTILE, get, post
 from rolecast import studio
 from rolecast.errors import ConfigError, UsageError
 from rolecast.runs import MemoryRunStore, SQLiteRunStore
+from rolecast.runs.requests import keys_of
 from rolecast.studio import server as studio_server
 from rolecast.studio import shape
 from rolecast.studio.source import RunSource, status_of
@@ -56,6 +58,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
     made["rerun"] = asyncio.run(studio_runs.debate(path, rounds=4, llm=FunctionLLM(rerun_answer)))
     made["big"] = studio_runs.big_run(path)
+    made["chat"], made["chat_seen"] = asyncio.run(studio_runs.review_chat(path))  # type: ignore[assignment]
     return made
 
 
@@ -153,9 +156,38 @@ def test_a_hostile_answer_is_text_everywhere(served, runs):
     assert missing.status == 404 and "<script>alert" not in missing.body and "&lt;script&gt;alert" in missing.body
 
 
+def _prompt_messages(call_html: str) -> list[tuple[str, str]]:
+    """(role, text) of each message listed in an expanded call, in order (a long one's full text)."""
+    found = []
+    for role, body in re.findall(r'<li class="pmsg [^"]*" data-role="([^"]*)">(.*?)</li>', call_html, re.S):
+        texts = re.findall(r'<pre class="prompt">(.*?)</pre>', body, re.S)
+        found.append((html.unescape(role), html.unescape(texts[0]) if texts else ""))
+    return found
+
+
+def test_an_expanded_call_shows_every_message_in_order_and_the_settings(served, runs):
+    seen = runs["chat_seen"]
+    assert len(seen) >= 3 and max(len(s) for s in seen) >= 5  # calls of several messages
+    page = get(served, f"/runs/{runs['chat']}").body
+    calls = re.findall(r'<details class="call[^"]*" data-seq="\d+">(.*?)</details>\s*(?=<details class="call|'
+                       r'<div class="message|</div>\s*</article>)', page, re.S)
+    assert len(calls) == len(seen)
+    for call, asked in zip(calls, seen, strict=True):
+        assert _prompt_messages(call) == [(m["role"], m["content"]) for m in asked]
+        settings = re.search(r'<pre class="prompt call-settings">(.*?)</pre>', call, re.S)
+        assert settings and json.loads(html.unescape(settings.group(1)))["max_tokens"] > 0
+    # the long brief is folded (its start shown, the whole text one click away); markup in a prompt is text
+    assert '<details class="pmsg-long">' in page and studio_runs.REVIEW_BRIEF[:100] in page
+    assert "<script>window.__pwned" not in page and "&lt;script&gt;window.__pwned" in page
+    # the JSON API gives the request with its texts in place
+    events = get(served, f"/api/runs/{runs['chat']}/events").json()["events"]
+    asked = [e["request"]["messages"] for e in events if e["kind"] == "llm_call"]
+    assert asked == seen
+
+
 def test_an_unknown_run_is_a_404_naming_recent_runs(served, runs):
     page = get(served, "/runs/nope")
-    assert page.status == 404 and "no run &#39;nope&#39;" in page.body and runs["big"] in page.body
+    assert page.status == 404 and "no run &#39;nope&#39;" in page.body and runs["chat"] in page.body
     assert get(served, "/api/runs/nope").status == 404
     assert get(served, "/api/runs/nope/events").status == 404
     assert get(served, "/runs/nope/live").status == 404
@@ -569,8 +601,12 @@ def test_the_adapter_reads_a_store_object_as_it_reads_the_file(runs, tmp_path):
     file_store = SQLiteRunStore(runs["store"])
     try:
         for run_id in (runs["debate"], runs["failed"], runs["rerun"]):
-            memory.extend([type(e)(e.run_id, e.kind, e.data, e.round, e.role, ts=e.ts)
-                           for e in file_store.events(run_id)])
+            copies = []
+            for e in file_store.events(run_id):
+                copy = type(e)(e.run_id, e.kind, e.data, e.round, e.role, ts=e.ts)
+                copy.texts = file_store.texts(keys_of(e.data)) if e.kind == "llm_call" else None  # (its prompts)
+                copies.append(copy)
+            memory.extend(copies)
     finally:
         file_store.close()
     by_file, by_store = RunSource(runs["store"]), RunSource(memory)

@@ -37,6 +37,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     made["debate"] = studio_runs.in_thread(studio_runs.debate(path, rounds=4))
     made["hostile"] = studio_runs.in_thread(studio_runs.hostile(path))
     made["failed"] = studio_runs.in_thread(studio_runs.failing(path))
+    made["chat"], made["chat_seen"] = studio_runs.in_thread(studio_runs.review_chat(path))
     return made
 
 
@@ -124,6 +125,32 @@ def test_expanding_a_model_call_shows_its_prompt(page, served, runs):
     assert page.locator("details.call[open]").count() == 4
     page.click("#collapse-all")
     assert page.locator("details.call[open]").count() == 0
+
+
+def test_an_expanded_call_lists_every_message_of_its_request(page, served, runs):
+    """A call of several messages: each with its role, in order; the long system prompt folded until
+    clicked; markup in a message shown as text; the settings."""
+    asked = runs["chat_seen"][-1]
+    assert len(asked) >= 5
+    page.goto(served.url + f"/runs/{runs['chat']}")
+    call = page.locator("details.call").last
+    messages = call.locator("li.pmsg")
+    sync_api.expect(messages.first).to_be_hidden()
+    call.locator("summary").first.click()
+    sync_api.expect(messages).to_have_count(len(asked))
+    assert [messages.nth(i).get_attribute("data-role") for i in range(len(asked))] == [m["role"] for m in asked]
+    for i, message in enumerate(asked):
+        if len(message["content"]) <= 600:
+            sync_api.expect(messages.nth(i).locator("pre.prompt")).to_have_text(message["content"])
+    brief = messages.filter(has_text="You review pull requests.").first
+    full = brief.locator("details.pmsg-long pre.prompt")
+    sync_api.expect(full).to_be_hidden()  # folded: its start shows
+    brief.locator("details.pmsg-long > summary").click()
+    sync_api.expect(full).to_have_text(studio_runs.REVIEW_BRIEF)
+    sync_api.expect(messages.last.locator("pre.prompt")).to_contain_text("<script>window.__pwned = 1</script>")
+    assert page.evaluate("window.__pwned") is None
+    sync_api.expect(call.locator("pre.call-settings")).to_contain_text('"max_tokens"')
+    shot(page, "run-call-messages")
 
 
 def test_clicking_the_graph_shows_the_messages_on_an_arrow(page, served, runs):

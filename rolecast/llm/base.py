@@ -27,7 +27,7 @@ from ..errors import LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseErr
 from ..jsonutil import extract_json
 from ..metering import Meter, current_meter
 from ..runs.events import LLMCallData, ResponseData
-from ..runs.log import current_action
+from ..runs.log import FullRequest, current_action
 from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request
@@ -179,7 +179,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         )
 
     def _attempt_failed(
-        self, exc: BaseException, *, messages: Messages | None = None, partial: str = "", **logged: Any
+        self, exc: BaseException, *, messages: Messages | None = None, partial: str = "",
+        full: FullRequest | None = None, **logged: Any,
     ) -> None:
         """Count one failed attempt in usage and the run log (every attempt is metered, also a retried one).
 
@@ -193,7 +194,7 @@ class BaseLLM(MetaGPTCalls, ABC):
         if meter.run_log is not None and not meter.run_log.idle:
             meter.run_log.record_call(meter.role or "", {
                 "action": current_action(), "model": self.model, **logged, "error": f"{type(exc).__name__}: {exc}",
-            })
+            }, full)
 
     def _effective(self, settings: LLMSettings, default_max_tokens: int | None = None) -> LLMSettings:
         """``settings`` with a finite ``max_tokens`` (the provider's default when none is asked)."""
@@ -254,6 +255,7 @@ class BaseLLM(MetaGPTCalls, ABC):
                 costs.release(reservation)
                 if isinstance(exc, Exception):  # counted, and logged as a failed call
                     self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""),
+                                         full=(messages, request, max_tokens) if log is not None else None,
                                          fingerprint=fp, request=summary, latency=time.monotonic() - started)
                 raise
             cost = self._record(messages, result.usage, result.text, reservation, meter)
@@ -265,7 +267,7 @@ class BaseLLM(MetaGPTCalls, ABC):
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
                 "response": cast(ResponseData, result.to_json()), "cost": cost, "latency": time.monotonic() - started,
             }
-            written = log.log_call(role, cast(dict[str, Any], logged))
+            written = log.log_call(role, cast(dict[str, Any], logged), (messages, request, max_tokens))
             if written is not None:  # (a store without a journal: the write this turn's calls share)
                 await written
         return result

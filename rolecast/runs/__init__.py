@@ -37,6 +37,7 @@ from .ids import RUN_ID_PATTERN, check_run_id
 from .inspection import export_run, graph_run, list_runs, run_summary, show_run
 from .log import RunLog, fingerprint, new_run_id
 from .postgres import PostgresRunStore
+from .requests import CallRequest, request_of, requests_of
 from .store import DEFAULT_STORE_PATH, MemoryRunStore, SQLiteRunStore, default_store, open_store
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "TURN_FAILED",
     "TURN_FINISHED",
     "TURN_STARTED",
+    "CallRequest",
     "MemoryRunStore",
     "PostgresRunStore",
     "RunEvent",
@@ -71,6 +73,8 @@ __all__ = [
     "list_runs",
     "new_run_id",
     "open_store",
+    "request_of",
+    "requests_of",
     "run_infos",
     "run_summary",
     "show_run",

@@ -58,6 +58,10 @@ class RunStore(ABC):
     #: events are written in :data:`~rolecast.runs.events.FORMAT_VERSION`
     format: int = FORMAT_VERSION
 
+    #: set while :meth:`prune` deletes runs: a backend's ``delete`` then leaves the unused texts to
+    #: prune's one :meth:`drop_orphan_texts` at the end (a sweep reads every model call)
+    _pruning: bool = False
+
     #: a folder for the files that go beside the store (a failed run's checkpoint); None: the
     #: default folder (``./.rolecast``)
     home: Path | None = None
@@ -100,9 +104,23 @@ class RunStore(ABC):
         (it must pickle: the PostgreSQL store pickles as its connection string)."""
         return self
 
+    # ------------------------------------------------------------ texts
+    # The texts model calls' requests refer to, kept once per store (see rolecast.runs.requests):
+    # a backend writes ``event.texts`` with the events (in the same transaction) and reads them here.
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """The texts kept under ``keys`` (those the store lacks are left out). The default: none
+        (a store that keeps no texts; its calls read as their summaries)."""
+        return {}
+
+    def drop_orphan_texts(self) -> int:
+        """Delete the texts no event refers to any more (after runs were deleted); how many.
+        The default: nothing to do (a store that keeps no texts)."""
+        return 0
+
     # ------------------------------------------------------------ keeping it small
     def delete(self, run_id: str) -> int:
-        """Delete run ``run_id``'s events (and its lease); how many. The default: this store cannot."""
+        """Delete run ``run_id``'s events (and its lease, and the texts only it referred to); how many.
+        The default: this store cannot."""
         raise UsageError(f"{type(self).__name__} cannot delete runs")
 
     def vacuum(self) -> None:
@@ -130,11 +148,16 @@ class RunStore(ABC):
             cutoff = time.time() - older_than
             doomed |= {r.run_id for r in runs if r.started < cutoff}
         deleted = []
-        for info in runs:
-            if info.run_id in doomed and self.holder(info.run_id) is None:
-                self.delete(info.run_id)
-                deleted.append(info.run_id)
+        self._pruning = True  # (delete() leaves the texts to one sweep at the end)
+        try:
+            for info in runs:
+                if info.run_id in doomed and self.holder(info.run_id) is None:
+                    self.delete(info.run_id)
+                    deleted.append(info.run_id)
+        finally:
+            self._pruning = False
         if deleted:
+            self.drop_orphan_texts()
             self.vacuum()
         return deleted
 

@@ -1,7 +1,8 @@
 """``rolecast runs …``: the command line of the runs package (``rolecast.cli`` hands it the arguments).
 
     rolecast runs list                        the runs, newest first (with each one's origin)
-    rolecast runs show RUN                    a run's timeline; a fork's or rerun's origin and savings
+    rolecast runs show RUN [--calls]          a run's timeline; a fork's or rerun's origin and savings;
+                                              --calls: each model call's messages and settings
     rolecast runs graph RUN                   who said what to whom (--format mermaid|dot)
     rolecast runs export RUN                  the run's events as JSON lines
     rolecast runs fork RUN --at ROUND [--run-id NEW]
@@ -64,6 +65,9 @@ def add_parser(sub: Any) -> None:
                               "(default: $ROLECAST_STORE or ./.rolecast/runs.db)")
         if name not in ("list", "prune"):
             cmd.add_argument("run_id")
+        if name == "show":
+            cmd.add_argument("--calls", action="store_true",
+                             help="each model call's full request under it: every message, the settings")
         if name == "graph":
             cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
         elif name == "fork":
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if command == "list":
             print(inspection.list_runs(store))
         elif command == "show":
-            print(inspection.show_run(store, args.run_id))
+            print(inspection.show_run(store, args.run_id, calls=args.calls))
         elif command == "graph":
             print(inspection.graph_run(store, args.run_id, args.format))
         elif command == "export":

@@ -10,9 +10,10 @@ kind                payload
 run_started         :class:`RunStartedData` — team, roles, idea, budget; ``resumed``; lineage
 round_started       :class:`RoundStartedData` — the roles the round starts (or the runtime)
 message             :class:`MessageData` — the published message's JSON
-llm_call            :class:`LLMCallData` — role's action, model, fingerprint, request, response,
-                    cost, latency; ``error`` for a failed attempt; ``reused`` for an answer
-                    taken from another run's log
+llm_call            :class:`LLMCallData` — role's action, model, fingerprint, request summary,
+                    the full request (``messages``, ``settings``, ``constraints``: see
+                    :mod:`rolecast.runs.requests`), response, cost, latency; ``error`` for a
+                    failed attempt; ``reused`` for an answer taken from another run's log
 turn_started        :class:`TurnStartedData` — (empty: the role is the event's ``role``)
 state_invalid       :class:`StateInvalidData` — a state-selection answer that was no valid
                     choice (the raw answer, the number of options): the role's turn ended
@@ -34,7 +35,10 @@ them through :func:`payload`, which also brings a payload of an older format up 
 store of a newer format than this version knows is refused, never misread.
 
 Formats: 1 — before issue 23 (no ``format`` field; no lineage, approval or ``reused`` data);
-2 — this one. Every format-1 payload reads as format 2 (the new fields are optional).
+2 — issue 23; 3 — this one: an ``llm_call`` holds its full request (every message as sent, by
+reference to the store's texts, and the settings), and the store a table of texts. Every older
+payload reads as format 3 (the new fields are optional: a call logged without them has only its
+summary, :attr:`CallRequest.full <rolecast.runs.requests.CallRequest.full>` False).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from typing import Any, TypedDict, cast
 from pydantic_core import PydanticSerializationError, to_json
 
 #: the payload format this version writes (see the module docstring)
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
@@ -66,6 +70,8 @@ LINEAGE = "lineage"
 #: a deferred approval asked (the run pauses there) / answered (by a person, later, in any process)
 APPROVAL_REQUESTED = "approval_requested"
 APPROVAL_DECIDED = "approval_decided"
+#: not an event: a journal line holding texts an event refers to (``{key: text}``; see RunEvent.texts)
+TEXTS = "texts"
 # Events the run log writes at once (a model call: before its answer is used). The others
 # ride with the next write: they are re-derived by re-executing the run, while a model call
 # (paid for) must never be lost once answered.
@@ -141,12 +147,34 @@ class ReusedData(TypedDict):
     cost: float
 
 
+class RequestSummary(TypedDict, total=False):
+    """The compact summary of a request every format keeps (``rolecast runs show``, mismatches)."""
+
+    #: ``"complete"``, ``"choose"`` or ``"embed"``
+    kind: str
+    n_messages: int
+    #: the first system message's first 300 characters, the last message's last 2,000
+    system: str
+    last: str
+
+
 class LLMCallData(TypedDict, total=False):
     action: str
     model: str
     #: sha-256 (32 hex digits) of the canonical request: what resume and reuse match on
     fingerprint: str
+    #: the request's summary (:class:`RequestSummary`)
     request: dict[str, Any]
+    #: (format 3) every message as sent, in order: ``[role, text key]``, or ``[role, text key, extras]``
+    #: where the message had more (``tool_calls``, ``tool_call_id``, ``name``; ``content`` when it was
+    #: not text, the key then None). The texts are the store's, read with
+    #: :func:`rolecast.runs.requests.request_of`
+    messages: list[list[Any]]
+    #: (format 3) the settings as sent: the model settings given (temperature, top_p, seed …),
+    #: ``max_tokens`` as the call was limited, ``stop``, ``n_options`` (choose), ``purpose`` (embed)
+    settings: dict[str, Any]
+    #: (format 3) the long constraints, by text key: ``grammar`` (GBNF), ``schema`` and ``tools`` (JSON)
+    constraints: dict[str, str]
     response: ResponseData
     #: dollars charged to this run (0 for a reused answer)
     cost: float
@@ -286,7 +314,7 @@ class RunEvent:
     encoded when it was logged) decodes ``data`` only when something reads it, and an event made
     from ``data`` encodes its text once, when a store first asks."""
 
-    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "ts")
+    __slots__ = ("_data", "_text", "kind", "role", "round", "run_id", "seq", "texts", "ts")
 
     def __init__(
         self, run_id: str, kind: str, data: dict[str, Any] | None = None, round: int = 0, role: str = "",
@@ -300,6 +328,9 @@ class RunEvent:
         self.role = role
         self.seq = seq  # assigned by the store on append
         self.ts = time.time() if ts is None else ts
+        #: texts the payload refers to that travel to the store with it (``{key: text}``: see
+        #: :mod:`rolecast.runs.requests`); written in the same transaction, kept once per store
+        self.texts: dict[str, str] | None = None
 
     @property
     def data(self) -> dict[str, Any]:
@@ -339,11 +370,12 @@ class RunEvent:
 
     __hash__ = None  # type: ignore[assignment]  # (mutable, like the dataclass it was)
 
-    def to_json(self) -> str:
-        """The event as one line of JSON (``rolecast runs export``); text that UTF-8 cannot hold
-        (a lone surrogate a model wrote) is written as JSON's ``\\ud800`` escape, so the line prints."""
+    def to_json(self, extra: dict[str, Any] | None = None) -> str:
+        """The event as one line of JSON (``rolecast runs export``), with ``extra``'s fields after its
+        own; text that UTF-8 cannot hold (a lone surrogate a model wrote) is written as JSON's
+        ``\\ud800`` escape, so the line prints."""
         record = {"run_id": self.run_id, "seq": self.seq, "ts": self.ts, "kind": self.kind,
-                  "round": self.round, "role": self.role, "data": self.data}
+                  "round": self.round, "role": self.role, "data": self.data, **(extra or {})}
         line = json.dumps(record, ensure_ascii=False)
         if not line.isascii():
             try:
@@ -384,6 +416,7 @@ __all__ = [
     "RUN_STARTED",
     "RUN_STOPPED",
     "STATE_INVALID",
+    "TEXTS",
     "TURN_FAILED",
     "TURN_FINISHED",
     "TURN_STARTED",
@@ -393,6 +426,7 @@ __all__ = [
     "LLMCallData",
     "LineageData",
     "MessageData",
+    "RequestSummary",
     "ResponseData",
     "ReusedData",
     "RoleData",

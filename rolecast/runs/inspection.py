@@ -12,6 +12,7 @@ adds a line, an attribute or a node to a diagram.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from .events import (
     usage,
 )
 from .ids import check_run_id
+from .requests import CallRequest, requests_of
 
 ALL = MESSAGE_ROUTE_TO_ALL
 PREVIEW = 100
@@ -123,11 +125,49 @@ def _describe(event: RunEvent) -> str | None:
     return None
 
 
-def show_run(store: RunStore, run_id: str) -> str:
+def _indented(text: str, pad: str) -> list[str]:
+    """``text``'s lines (control characters escaped), each indented under its message's head."""
+    return [f"{pad}  {line}" for line in printable(text, lines=True).split("\n")]
+
+
+def _request_lines(request: CallRequest) -> list[str]:
+    """A model call's request under its line in the timeline: each message (role, then its text,
+    indented), then the settings; a call logged before requests were whole, its summary."""
+    pad = " " * 8
+    if not request.full:
+        s = request.summary
+        lines = [f"{pad}(logged before full requests were kept: {s.get('n_messages', '?')} message(s); "
+                 f"the summary follows)"]
+        if s.get("system"):
+            lines += [f"{pad}[system, start]", *_indented(s["system"], pad)]
+        return [*lines, f"{pad}[last message, end]", *_indented(s.get("last", ""), pad)]
+    lines = []
+    for i, message in enumerate(request.messages, 1):
+        extras = {k: v for k, v in message.items() if k not in ("role", "content")}
+        head = f"{pad}[{i} {printable(message.get('role', ''))}]"
+        if extras:
+            head += " " + printable(json.dumps(extras, ensure_ascii=False, default=str))
+        lines.append(head)
+        content = message.get("content")
+        text = "(text not in the store)" if content is None and "content" not in extras else str(content or "")
+        lines += _indented(text, pad)
+    lines.append(f"{pad}settings: {printable(json.dumps(request.settings, ensure_ascii=False, default=str))}")
+    return lines
+
+
+def show_run(store: RunStore, run_id: str, *, calls: bool = False) -> str:
     """A readable timeline: rounds, messages (who to whom, which action), model calls, failures; for a
-    fork or a rerun, its origin first and, last, its model calls: live, reused, and the cost saved."""
+    fork or a rerun, its origin first and, last, its model calls: live, reused, and the cost saved.
+    ``calls``: each model call's full request under it (every message, the settings)."""
     events = _events(store, run_id)
-    lines = [line for e in events if (line := _describe(e)) is not None]
+    requests = iter(requests_of(store, [e for e in events if e.kind == LLM_CALL])) if calls else None
+    lines = []
+    for e in events:
+        line = _describe(e)
+        if line is not None:
+            lines.append(line)
+        if requests is not None and e.kind == LLM_CALL:
+            lines += _request_lines(next(requests))
     origin = next((e.data for e in events if e.kind == LINEAGE), None)
     if origin is not None:
         live, reused, saved = call_counts(events)
@@ -230,8 +270,14 @@ def graph_run(store: RunStore, run_id: str, fmt: str = "mermaid") -> str:
     return "\n".join([*lines, "}"])
 
 
+#: model calls whose requests are read from the store together (one read of their texts)
+EXPORT_BATCH = 200
+
+
 def export_run(store: RunStore, run_id: str) -> Iterator[str]:
-    """The run's events as JSON lines.
+    """The run's events as JSON lines; a model call's line has its full request beside the event's
+    data, its texts in place: ``"request": {"messages": [{"role", "content", …}], "settings": {…}}``
+    (absent for a call logged before full requests were kept: its ``data.request`` is the summary).
 
     A run whose idea was given with ``Team.run_project`` logged its start before ``run`` said how
     many rounds to run: its ``run_started`` line gets ``n_round`` from the ``run_stopped`` that
@@ -245,11 +291,22 @@ def export_run(store: RunStore, run_id: str) -> Iterator[str]:
             start = i
         elif event.kind == RUN_STOPPED and start is not None:
             asked[start], start = event.data.get("n_round"), None
+    calls = [e for e in events if e.kind == LLM_CALL]
+    full: dict[int, CallRequest] = {}
     for i, event in enumerate(events):
         if i in asked and asked[i] is not None and event.data.get("n_round") is None:
             event = RunEvent(event.run_id, event.kind, {**event.data, "n_round": asked[i]}, event.round,
                              event.role, event.seq, event.ts)
-        yield event.to_json()
+        extra = None
+        if event.kind == LLM_CALL:
+            if id(event) not in full:  # the next batch of calls, their texts read at once
+                at = calls.index(event)
+                batch = calls[at:at + EXPORT_BATCH]
+                full = dict(zip(map(id, batch), requests_of(store, batch), strict=True))
+            request = full[id(event)]
+            if request.full:
+                extra = {"request": {"messages": request.messages, "settings": request.settings}}
+        yield event.to_json(extra)
 
 
 def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:

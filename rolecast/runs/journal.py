@@ -23,10 +23,11 @@ go into the database, in order, and the journal is deleted. A live process's jou
 never touched.
 
 A line is ``[run_id, kind, round, role, ts]``, a tab, the event's JSON payload, and a
-newline. JSON text never holds a raw tab, newline or NUL byte, and the file's unwritten
-space is all NUL bytes: a line is whole exactly when it ends with a newline and holds no
-NUL (a copy cut short by the process dying leaves NULs in it), and recovery stops at the
-first line that is not whole.
+newline; the texts an event brings (a model call's messages: :mod:`rolecast.runs.requests`)
+are a line of kind ``texts`` just before it, ``{key: text}``, written in the same copy. JSON
+text never holds a raw tab, newline or NUL byte, and the file's unwritten space is all NUL
+bytes: a line is whole exactly when it ends with a newline and holds no NUL (a copy cut short
+by the process dying leaves NULs in it), and recovery stops at the first line that is not whole.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from ..errors import StoreError
+from .events import TEXTS, encode_data
 
 if TYPE_CHECKING:
     from .events import RunEvent
@@ -149,6 +151,9 @@ class Journal:
                     headers.clear()
                 header = headers[key] = _header(*key)
             line = f"{header}{float(event.ts)!r}]\t{event.text}\n"
+            if event.texts:  # the texts it refers to, in a line of their own just before it (same copy)
+                texts = f"{_header(event.run_id, TEXTS, event.round, event.role)}{float(event.ts)!r}]\t"
+                line = f"{texts}{encode_data(event.texts)}\n{line}"
             if "\0" in line:  # (never in JSON text: recovery would take it for a copy cut short)
                 raise ValueError(f"a {event.kind} event's text holds a NUL byte")
             data = line.encode()

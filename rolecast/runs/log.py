@@ -76,6 +76,7 @@ from .events import (
 )
 from .ids import check_run_id
 from .lease import Lease
+from .requests import encode_request
 
 Mode = Literal["record", "resume", "replay"]
 #: when a model call is committed: with the other calls answered in the same turn of the event
@@ -95,7 +96,21 @@ def check_durability(durability: Any, where: str = "") -> Durability:
 #: this many seconds, or once this many events wait (see RunLog._flush_lazily)
 LAZY_WRITE_S = 0.05
 LAZY_WRITE_EVENTS = 256
+#: whether a log records each model call's full request (every message, by reference to the store's
+#: texts, and the settings) when its ``record_requests`` is not given: on. Off, a call keeps only its
+#: summary, as before payload format 3 (bench/bench_store.py measures both)
+RECORD_REQUESTS = True
 Subscriber = Callable[[RunEvent], None]
+#: a model call's request as the seam hands it to the log: its messages, its parameters (settings,
+#: stop, schema, tools, grammar, n_options …) and the max_tokens it was made with
+FullRequest = tuple[list[dict[str, Any]], dict[str, Any], int | None]
+
+
+def _full_fields(data: Any) -> dict[str, Any] | None:
+    """The full request's fields of a logged call's payload (None: logged before format 3)."""
+    if "messages" not in data:
+        return None
+    return {name: data[name] for name in ("messages", "settings", "constraints") if name in data}
 
 
 _ACTION: ContextVar[str] = ContextVar("rolecast_action", default="")
@@ -170,6 +185,8 @@ class RecordedCall:
     model: str = ""
     #: answered from another run's log (reuse), not paid for in this one
     reused: bool = False
+    #: the full request's fields as logged (``messages``, ``settings``, ``constraints``; empty before format 3)
+    full: dict[str, Any] | None = None
 
 
 class RunLog:
@@ -178,6 +195,7 @@ class RunLog:
     def __init__(
         self, store: RunStore | None, run_id: str | None = None, *, mode: Mode = "resume", after_seq: int = 0,
         durability: Durability = "batched", lease: bool = False, reuse: str | None = None,
+        record_requests: bool | None = None,
     ):
         check_durability(durability)
         self.store = store
@@ -213,6 +231,10 @@ class RunLog:
         self.approvals_asked: dict[str, dict[str, Any]] = {}
         self.approvals_decided: dict[str, dict[str, Any]] = {}
         self._approval_counts: dict[str, int] = {}
+        #: log each model call's full request (every message, the settings; see rolecast.runs.requests)
+        self.record_requests = RECORD_REQUESTS if record_requests is None else record_requests
+        #: the keys of the texts this log sent to the store (each goes once, with the first call using it)
+        self._sent_texts: set[str] = set()
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._later: asyncio.TimerHandle | None = None  # a lazy write of staged calls (see _flush_lazily)
@@ -250,7 +272,7 @@ class RunLog:
                 self._calls[event.role].append(RecordedCall(
                     event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
                     dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
-                    reused="reused" in data,
+                    reused="reused" in data, full=_full_fields(data),
                 ))
             elif event.kind == MESSAGE:
                 message = event.data["message"]
@@ -286,7 +308,8 @@ class RunLog:
                 continue
             found += 1
             call = RecordedCall(event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                                dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""))
+                                dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
+                                full=_full_fields(data))
             self._reuse.setdefault((event.role, call.action, call.fingerprint), deque()).append(call)
         if not found and not used and not store.has_run(parent):
             raise UsageError(f"no run {parent!r} in the store to reuse")
@@ -555,6 +578,7 @@ class RunLog:
         re-derived: a crash before then reuses it again)."""
         data = {
             "action": call.action, "model": call.model, "fingerprint": call.fingerprint, "request": call.request,
+            **(call.full or {}),  # (the texts are the parent's, in the same store)
             "response": call.response, "cost": 0.0, "latency": 0.0,
             "reused": {"run": self.reuse, "seq": call.seq, "cost": call.cost},
         }
@@ -569,11 +593,29 @@ class RunLog:
         if self._subscribers:
             self._tell(event)
 
-    def record_call(self, role: str, data: dict[str, Any]) -> None:
-        """Log one model call (answered, or failed with ``data["error"]``): in the store on return."""
-        self.emit(LLM_CALL, data, role=role, force=True)
+    def _with_request(self, event: RunEvent, full: FullRequest | None) -> RunEvent:
+        """``event`` (a model call) with its full request's fields (see :mod:`rolecast.runs.requests`),
+        and the texts among them this log has not sent to the store yet, which travel with it."""
+        if full is None or self.store is None or not self.record_requests:
+            return event
+        fields, new = encode_request(*full, self._sent_texts)
+        event.data.update(fields)
+        if new:
+            event.texts = new
+        return event
 
-    def log_call(self, role: str, data: dict[str, Any]) -> asyncio.Future[None] | None:
+    def record_call(self, role: str, data: dict[str, Any], full: FullRequest | None = None) -> None:
+        """Log one model call (answered, or failed with ``data["error"]``): in the store on return.
+        ``full``: its request (messages, the seam's parameters, max_tokens), logged whole."""
+        event = self._with_request(RunEvent(self.run_id, LLM_CALL, data, self.round, role), full)
+        if self.store is not None:
+            self._write(event)
+        if self._subscribers:
+            self._tell(event)
+
+    def log_call(
+        self, role: str, data: dict[str, Any], full: FullRequest | None = None,
+    ) -> asyncio.Future[None] | None:
         """Log one answered model call, durably; a future to await before the answer is used, or None
         when it is durable already. A store with a journal
         (:meth:`SQLiteRunStore.stage <rolecast.runs.store.SQLiteRunStore.stage>`) makes it durable at once,
@@ -582,9 +624,9 @@ class RunLog:
         waits for (the future). ``durability="call"`` commits it alone, at once."""
         self.live_calls += 1
         if self.durability == "call":
-            self.record_call(role, data)
+            self.record_call(role, data, full)
             return None
-        event = RunEvent(self.run_id, LLM_CALL, data, self.round, role)
+        event = self._with_request(RunEvent(self.run_id, LLM_CALL, data, self.round, role), full)
         written = None
         if self.store is not None:
             if not self._subscribers:
@@ -639,6 +681,7 @@ class RunLog:
 
 
 __all__ = [
-    "DURABILITIES", "Durability", "Mode", "RecordedCall", "RunLog", "acting", "canonical_json", "check_durability",
-    "current_action", "enter_action", "exit_action", "fingerprint", "new_run_id", "quote_json",
+    "DURABILITIES", "RECORD_REQUESTS", "Durability", "FullRequest", "Mode", "RecordedCall", "RunLog", "acting",
+    "canonical_json", "check_durability", "current_action", "enter_action", "exit_action", "fingerprint",
+    "new_run_id", "quote_json",
 ]

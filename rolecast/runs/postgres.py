@@ -21,6 +21,7 @@ from ..errors import ConfigError, RunInUse, StoreError
 from .base import RunInfo, RunStore, run_infos
 from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent
 from .lease import LEASE_TTL, Holder, gone
+from .requests import new_texts
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rolecast_events (
@@ -47,6 +48,23 @@ CREATE TABLE IF NOT EXISTS rolecast_leases (
     since     DOUBLE PRECISION NOT NULL,
     heartbeat DOUBLE PRECISION NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rolecast_texts (
+    key  TEXT PRIMARY KEY,
+    text TEXT NOT NULL
+);
+"""
+
+# the texts no model call refers to any more (see rolecast.runs.requests and the SQLite store's
+# _ORPHANS): the keys in use gathered once, then an anti-join (not a scan of the events per text)
+_ORPHANS = """
+WITH used AS (
+    SELECT m ->> 1 AS key FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array'
+    UNION
+    SELECT c.value FROM rolecast_events AS e, jsonb_each_text(e.data -> 'constraints') AS c
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'constraints') = 'object'
+)
+DELETE FROM rolecast_texts AS t WHERE NOT EXISTS (SELECT 1 FROM used WHERE used.key = t.key)
 """
 
 _APPEND = """
@@ -130,6 +148,11 @@ class PostgresRunStore(RunStore):
                     for run_id in sorted({e.run_id for e in events}):
                         self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
                     seqs = [self._db.execute(_APPEND, params).fetchone() for params in rows]
+                    texts = new_texts(events)
+                    if texts:
+                        with self._db.cursor() as cursor:
+                            cursor.executemany("INSERT INTO rolecast_texts (key, text) VALUES (%s, %s) "
+                                               "ON CONFLICT (key) DO NOTHING", texts)
             except self._psycopg.Error as exc:
                 raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
         for event, row in zip(events, seqs, strict=True):
@@ -182,13 +205,26 @@ class PostgresRunStore(RunStore):
                            heartbeat=current.heartbeat)
         count = self._query_write("DELETE FROM rolecast_events WHERE run_id = %s", (run_id,))
         self._query_write("DELETE FROM rolecast_leases WHERE run_id = %s", (run_id,))
+        if not self._pruning:
+            self.drop_orphan_texts()
         return count
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        wanted = list(keys)
+        if not wanted:
+            return {}
+        return dict(self._query("SELECT key, text FROM rolecast_texts WHERE key = ANY(%s)", [wanted]))
+
+    def drop_orphan_texts(self) -> int:
+        return self._query_write(_ORPHANS, ())
 
     def vacuum(self) -> None:
         self._query_write("VACUUM rolecast_events", ())  # (the connection autocommits: VACUUM may run)
+        self._query_write("VACUUM rolecast_texts", ())
 
     def size(self) -> int | None:
-        rows = self._query("SELECT pg_total_relation_size('rolecast_events')", [])
+        rows = self._query("SELECT pg_total_relation_size('rolecast_events') + "
+                           "pg_total_relation_size('rolecast_texts')", [])
         return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def _query_write(self, sql: str, params: Iterable[Any]) -> int:

@@ -50,6 +50,7 @@ from .events import (
     ROUND_STARTED,
     RUN_STARTED,
     RUN_STOPPED,
+    TEXTS,
     TURN_FAILED,
     TURN_FINISHED,
     TURN_STARTED,
@@ -58,6 +59,7 @@ from .events import (
 )
 from .lease import LEASE_TTL, Holder, gone
 from .postgres import PostgresRunStore
+from .requests import keys_of, new_texts
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
 
@@ -81,7 +83,24 @@ CREATE TABLE IF NOT EXISTS leases (
     since     REAL NOT NULL,
     heartbeat REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS texts (
+    key  TEXT PRIMARY KEY,
+    text TEXT NOT NULL
+);
 """
+
+# The keys of the texts some model call refers to (rolecast.runs.requests: a call's messages are
+# [role, key] or [role, key, extras]; its constraints {name: key}); any other text is an orphan.
+_ORPHANS = """
+DELETE FROM texts WHERE key NOT IN (
+    SELECT json_extract(m.value, '$[1]') FROM events AS e, json_each(e.data, '$.messages') AS m
+    WHERE e.kind = 'llm_call' AND json_extract(m.value, '$[1]') IS NOT NULL
+    UNION SELECT c.value FROM events AS e, json_each(e.data, '$.constraints') AS c
+    WHERE e.kind = 'llm_call' AND c.value IS NOT NULL
+)
+"""
+
+
 
 
 class SQLiteRunStore(RunStore):
@@ -114,6 +133,7 @@ class SQLiteRunStore(RunStore):
         self._journal: _journal.Journal | None = None
         if read_only:
             self._db = self._open_read_only()
+            self.format = self._read_format()
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +169,15 @@ class SQLiteRunStore(RunStore):
 
     def __repr__(self) -> str:
         return f"SQLiteRunStore({str(self.path)!r})"
+
+    def _read_format(self) -> int:
+        """The payload format of a file opened read-only (nothing is marked); a newer one is a ConfigError."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > FORMAT_VERSION:
+            self._db.close()
+            raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of rolecast "
+                              f"reads formats 1 to {FORMAT_VERSION}: upgrade rolecast to read it")
+        return found or (1 if self._db.execute("SELECT 1 FROM events LIMIT 1").fetchone() else FORMAT_VERSION)
 
     def _check_format(self) -> int:
         """The payload format the file had when opened (``PRAGMA user_version``; 0 on a file of format 1,
@@ -245,6 +274,9 @@ class SQLiteRunStore(RunStore):
         self._db.executemany(
             "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
         )
+        texts = new_texts(events)
+        if texts:
+            self._db.executemany("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", texts)
         journal = self._journal
         if journal is None:
             return 0
@@ -303,10 +335,16 @@ class SQLiteRunStore(RunStore):
         for name, fd in _journal.orphans(self._journals):
             try:
                 folded = rows.pop(name, None)
-                events = [] if folded is None else [
-                    RunEvent(run_id, kind, None, rnd, role, 0, ts, text=text)
-                    for run_id, kind, rnd, role, ts, text in _journal.read(fd, folded, name)
-                ]
+                events = []
+                for run_id, kind, rnd, role, ts, text in [] if folded is None else _journal.read(fd, folded, name):
+                    if kind == TEXTS:  # the texts the next event refers to
+                        events.append(RunEvent(run_id, kind, None, rnd, role, 0, ts, text=text))
+                    else:
+                        event = RunEvent(run_id, kind, None, rnd, role, 0, ts, text=text)
+                        if events and events[-1].kind == TEXTS:
+                            event.texts = events.pop().data
+                        events.append(event)
+                events = [e for e in events if e.kind != TEXTS]  # (texts whose event was cut short)
                 with self._lock:
                     try:
                         if events:
@@ -335,6 +373,9 @@ class SQLiteRunStore(RunStore):
             "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(e.run_id, self._next_seq(e.run_id), e.ts, e.kind, e.round, e.role, e.text) for e in events],
         )
+        texts = new_texts(events)
+        if texts:
+            self._db.executemany("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", texts)
 
     # ------------------------------------------------------------------ leases
     def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
@@ -388,10 +429,40 @@ class SQLiteRunStore(RunStore):
             current = self._lease_row(run_id)
         return None if current is None or gone(current) else current
 
+    # ------------------------------------------------------------------ texts
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        wanted = list(keys)
+        found: dict[str, str] = {}
+        with self._lock:
+            try:
+                self._db.commit()
+                for i in range(0, len(wanted), 500):
+                    chunk = wanted[i:i + 500]
+                    found.update(self._db.execute(
+                        f"SELECT key, text FROM texts WHERE key IN ({', '.join('?' * len(chunk))})", chunk))
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):  # a store of an older format, opened read-only: no texts
+                    return {}
+                raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"could not read the run store {self.path}: {exc}") from exc
+        return found
+
+    def drop_orphan_texts(self) -> int:
+        with self._lock:
+            try:
+                count = self._db.execute(_ORPHANS).rowcount
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                raise StoreError(f"could not delete unused texts from {self.path}: {exc}") from exc
+        return int(count or 0)
+
     # ------------------------------------------------------------ keeping it small
     def delete(self, run_id: str) -> int:
-        """Delete the run's events and lease; :class:`~rolecast.errors.RunInUse` while a live process
-        holds it. The file keeps its size until :meth:`vacuum`."""
+        """Delete the run's events and lease, and the texts no other run refers to;
+        :class:`~rolecast.errors.RunInUse` while a live process holds it. The file keeps its size
+        until :meth:`vacuum`."""
         current = self.holder(run_id)
         if current is not None:
             raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
@@ -405,6 +476,8 @@ class SQLiteRunStore(RunStore):
                 self._db.rollback()
                 raise StoreError(f"could not delete run {run_id!r} from {self.path}: {exc}") from exc
             self._next.pop(run_id, None)
+        if not self._pruning:
+            self.drop_orphan_texts()
         return int(count or 0)
 
     def vacuum(self) -> None:
@@ -482,6 +555,7 @@ class MemoryRunStore(RunStore):
     def __init__(self) -> None:
         self._events: list[RunEvent] = []  # (events of a run are in order; runs interleave)
         self._counts: dict[str, int] = {}  # events per run: the next seq without a scan
+        self._texts: dict[str, str] = {}  # the texts model calls refer to, by key
         self._lock = threading.Lock()
 
     def append(self, event: RunEvent) -> RunEvent:
@@ -494,6 +568,9 @@ class MemoryRunStore(RunStore):
                 event.seq = self._counts.get(event.run_id, 0) + 1
                 self._counts[event.run_id] = event.seq
                 self._events.append(event)
+                if event.texts:
+                    for key, text in event.texts.items():
+                        self._texts.setdefault(key, text)
 
     def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
         wanted = set(kinds) if kinds is not None else None
@@ -523,7 +600,24 @@ class MemoryRunStore(RunStore):
             count = len(self._events) - len(kept)
             self._events = kept
             self._counts.pop(run_id, None)
+        if not self._pruning:
+            self.drop_orphan_texts()
         return count
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        with self._lock:
+            return {key: self._texts[key] for key in keys if key in self._texts}
+
+    def drop_orphan_texts(self) -> int:
+        with self._lock:
+            used: set[str] = set()
+            for event in self._events:
+                if event.kind == LLM_CALL:
+                    used |= keys_of(event.data)
+            orphans = self._texts.keys() - used
+            for key in orphans:
+                del self._texts[key]
+        return len(orphans)
 
     def shared(self) -> Any:
         raise UsageError(

@@ -61,6 +61,8 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: a message of a model call's request longer than this (characters) is folded: its start, click for all
+LONG_MESSAGE = 600
 
 
 def _templates() -> jinja2.Environment:
@@ -77,6 +79,7 @@ def _templates() -> jinja2.Environment:
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     env.filters["short"] = lambda s, n=120: (s if len(s) <= n else s[: n - 1] + "…") if isinstance(s, str) else s
     env.globals["source_of"] = shape.source_of
+    env.globals["long_message"] = LONG_MESSAGE
     return env
 
 

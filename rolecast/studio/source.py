@@ -13,6 +13,8 @@ built once from the run's events, with SQLite's ``json_extract`` picking the few
 out of each payload (no prompt text is decoded in Python), then kept and brought up to date with
 the events written since; with nothing written (SQLite's ``data_version``), not even that. A
 ``postgresql://`` store, or a store object, gives the same answers through its ``events()``.
+The model calls of a page come with their full requests (every message, the settings:
+:mod:`rolecast.runs.requests`), their texts read from the store's ``texts`` table at once.
 
 Steering goes through the runs package too: an approval a run waits for is answered with
 :func:`rolecast.runs.approvals.decide` (an ``approval_decided`` event; the run goes on when its
@@ -49,6 +51,7 @@ from ..runs.approvals import decide as decide_approval
 from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
+from ..runs.requests import CallRequest, requests_of
 from ..runs.store import POSTGRES_SCHEMES
 
 ALL = "<all>"
@@ -120,10 +123,15 @@ class EventView:
     round: int
     role: str
     data: dict[str, Any]
+    #: a model call's full request (every message, the settings), read from the store's texts
+    request: CallRequest | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "ts": self.ts, "kind": self.kind, "round": self.round, "role": self.role,
-                "data": self.data}
+        out = {"seq": self.seq, "ts": self.ts, "kind": self.kind, "round": self.round, "role": self.role,
+               "data": self.data}
+        if self.request is not None:
+            out["request"] = self.request.as_json()
+        return out
 
     @property
     def failed(self) -> bool:
@@ -489,15 +497,36 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            return [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
-                    for seq, ts, kind, rnd, role, data in rows]
-        out = []
-        for e in self._all(run_id):
-            if e.seq > after:
-                out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, upgrade(e.kind, e.data)))
-                if len(out) >= limit:
-                    break
+            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
+                   for seq, ts, kind, rnd, role, data in rows]
+        else:
+            out = []
+            for e in self._all(run_id):
+                if e.seq > after:
+                    out.append(EventView(e.seq, e.ts, e.kind, e.round, e.role, upgrade(e.kind, e.data)))
+                    if len(out) >= limit:
+                        break
+        calls = [view for view in out if view.kind == LLM_CALL]
+        for view, request in zip(calls, requests_of(self.texts, [view.data for view in calls]), strict=True):
+            view.request = request  # (the page's calls' texts: one read)
         return out
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """The store's texts under ``keys`` (model calls' messages: see rolecast.runs.requests)."""
+        if self._db is None:
+            assert self.store is not None
+            return self.store.texts(keys)
+        wanted, found = list(keys), dict[str, str]()
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            try:
+                found.update(self._sql(f"SELECT key, text FROM texts WHERE key IN ({', '.join('?' * len(chunk))})",
+                                       chunk))
+            except StoreError as exc:
+                if "no such table" in str(exc):  # a store of an older format: no texts (calls show their summary)
+                    return {}
+                raise
+        return found
 
     def held(self, run_id: str) -> bool | None:
         """Whether a live process holds the run (its lease; see :mod:`rolecast.runs.lease`); None when

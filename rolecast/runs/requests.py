@@ -1,0 +1,242 @@
+"""A model call's full request in the run log: every message as sent, and the settings.
+
+An ``llm_call`` event (payload format 3) holds its request as references: ``messages`` is a list of
+``[role, text key]`` pairs (``[role, text key, extras]`` when the message carried more than a role
+and text: tool calls, a tool call's id, a name, content that is not plain text), ``settings`` the
+call's parameters (model settings, ``max_tokens`` as sent, ``stop``, ``n_options`` …) and
+``constraints`` the keys of its long constraints (``grammar``, ``schema``, ``tools``). The texts
+themselves are kept once per store, content-addressed (:func:`text_key`): a chat history repeats in
+every call of a conversation, and a system prompt in every call of a role, so each call adds only
+its references and the texts no call before it sent. A text travels to the store with the first
+event of the run that refers to it (:attr:`~rolecast.runs.events.RunEvent.texts`), in the same
+transaction (and, on SQLite, the same journal copy), so an event never refers to a text the store
+lacks; deleting runs deletes the texts no remaining event refers to
+(:meth:`RunStore.drop_orphan_texts <rolecast.runs.base.RunStore.drop_orphan_texts>`).
+
+Read a call's request with :func:`request_of` (one event) or :func:`requests_of` (many, one read of
+the texts). A call logged before format 3 has no full request: :class:`CallRequest` then has
+``full=False`` and only the summary the log kept (the system prompt's first 300 characters and the
+last message's last 2,000).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .events import RunEvent
+
+#: the fields of a message kept beside its role and text (when present): tool calls and their answers
+MESSAGE_EXTRAS = ("tool_calls", "tool_call_id", "name")
+#: request parameters kept as texts (long, and the same call after call)
+CONSTRAINTS = ("grammar", "schema", "tools")
+#: texts whose key is remembered per process (the memo starts again when full)
+_KEYS_KEPT = 4096
+_keys: dict[str, str] = {}
+
+
+def text_key(text: str) -> str:
+    """The key a text is kept under: 32 hex digits of its SHA-256 (UTF-8, lone surrogates kept).
+
+    Remembered per string: a history's messages are the same ``str`` objects call after call, and a
+    dictionary finds an object it holds without hashing its text again."""
+    key = _keys.get(text)
+    if key is None:
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        if len(_keys) >= _KEYS_KEPT:
+            _keys.clear()
+        _keys[text] = key
+    return key
+
+
+# (the settings' type, its field values) -> the dict: a call's settings are often a new object
+# (``settings.merged(...)`` per call) holding the same values as the one before
+_settings_dicts: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _settings_dict(value: BaseModel) -> dict[str, Any]:
+    """``value.model_dump(exclude_none=True)`` less an empty ``extra`` (the caller copies it), remembered
+    by the field values of settings without ``extra`` (a dict, which may change in place)."""
+    fields = value.__dict__
+    key: tuple[Any, ...] | None = None
+    if not fields.get("extra"):
+        key = (type(value), *[v for name, v in fields.items() if name != "extra"])
+        try:
+            found = _settings_dicts.get(key)
+        except TypeError:  # a field value that cannot be a key: dumped each time
+            key = found = None
+        if found is not None:
+            return found
+    dumped = value.model_dump(exclude_none=True)
+    if not dumped.get("extra"):
+        dumped.pop("extra", None)
+    if key is not None:
+        if len(_settings_dicts) >= 256:
+            _settings_dicts.clear()
+        _settings_dicts[key] = dumped
+    return dumped
+
+
+def encode_request(
+    messages: list[dict[str, Any]], params: Mapping[str, Any], max_tokens: int | None, sent: set[str],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A call's request as the payload's fields (``messages``, ``settings``, ``constraints``) and the
+    texts among them not in ``sent`` (then added to it): what goes to the store with the event.
+
+    ``params`` are the seam's request parameters (``settings``, ``stop``, ``schema``, ``tools``,
+    ``grammar``, ``n_options`` …); ``max_tokens`` the limit the call was made with."""
+    new: dict[str, str] = {}
+    refs: list[list[Any]] = []
+    for message in messages:
+        content = message.get("content")
+        role = message.get("role", "")
+        if type(content) is str:
+            key = text_key(content)
+            if key not in sent:
+                sent.add(key)
+                new[key] = content
+            ref: list[Any] = [role, key]
+        else:
+            ref = [role, None]
+        if len(message) > 2 or ref[1] is None:
+            extras = {k: v for k, v in message.items() if k not in ("role", "content") and v is not None}
+            if ref[1] is None and content is not None:
+                extras["content"] = content
+            if extras:
+                ref.append(extras)
+        refs.append(ref)
+    settings: dict[str, Any] = {}
+    constraints: dict[str, str] = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        if name == "settings" and isinstance(value, BaseModel):
+            settings.update(_settings_dict(value))
+        elif name in CONSTRAINTS:
+            text = value if type(value) is str else json.dumps(value, sort_keys=True, default=str)
+            key = text_key(text)
+            if key not in sent:
+                sent.add(key)
+                new[key] = text
+            constraints[name] = key
+        elif isinstance(value, BaseModel):
+            settings[name] = value.model_dump()
+        else:
+            settings[name] = value
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
+    fields: dict[str, Any] = {"messages": refs, "settings": settings}
+    if constraints:
+        fields["constraints"] = constraints
+    return fields, new
+
+
+def storable(text: str) -> str:
+    """``text`` as a database can hold it: a lone surrogate (a model's broken output, kept in events as
+    JSON's escape) becomes U+FFFD here, and so does a NUL byte (PostgreSQL's text cannot hold one).
+    Only the shown text changes: the key is the original's."""
+    if "\0" in text:
+        text = text.replace("\0", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def new_texts(events: Sequence[RunEvent]) -> list[tuple[str, str]]:
+    """``(key, text)`` rows of the texts ``events`` bring (see RunEvent.texts)."""
+    return [(key, storable(text)) for e in events if e.texts for key, text in e.texts.items()]
+
+
+def keys_of(data: Mapping[str, Any]) -> set[str]:
+    """The text keys an ``llm_call`` payload refers to."""
+    found = {ref[1] for ref in data.get("messages") or () if isinstance(ref, list) and len(ref) > 1 and ref[1]}
+    found.update((data.get("constraints") or {}).values())
+    return found
+
+
+@dataclass
+class CallRequest:
+    """A logged model call's request, as a reader shows it."""
+
+    #: ``"complete"``, ``"choose"`` or ``"embed"``
+    kind: str
+    #: the model the call went to
+    model: str
+    #: every message as sent: ``{"role", "content", …extras}`` (a text the store lost reads as None)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    #: the settings as sent: temperature, max_tokens, stop … and the constraints (grammar, schema, tools)
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: False for a call logged before the full request was (format < 3): only ``summary`` is known
+    full: bool = True
+    #: the log's summary: kind, n_messages, the system prompt's start, the last message's end
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model, "messages": self.messages, "settings": self.settings,
+                "full": self.full, "summary": self.summary}
+
+
+def _texts(source: Any, keys: set[str]) -> Mapping[str, str]:
+    if not keys:
+        return {}
+    reader = getattr(source, "texts", None)
+    if reader is None:
+        reader = source
+    return reader(keys) if callable(reader) else {}
+
+
+def requests_of(source: Any, events: Iterable[RunEvent | Mapping[str, Any]]) -> list[CallRequest]:
+    """The requests of ``llm_call`` events (or their payloads), in order, the texts read at once.
+    ``source`` is the store they came from (or a function from text keys to texts)."""
+    payloads = [e if isinstance(e, Mapping) else e.data for e in events]
+    keys: set[str] = set()
+    for data in payloads:
+        keys |= keys_of(data)
+    texts = _texts(source, keys)
+    return [_request(data, texts) for data in payloads]
+
+
+def request_of(source: Any, event: RunEvent | Mapping[str, Any]) -> CallRequest:
+    """The request of one ``llm_call`` event (or its payload): every message and the settings, read
+    from ``source`` (the event's store, or a function from text keys to texts)."""
+    return requests_of(source, [event])[0]
+
+
+def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
+    summary = dict(data.get("request") or {})
+    kind, model = str(summary.get("kind", "")), str(data.get("model", ""))
+    refs = data.get("messages")
+    if not isinstance(refs, list):  # logged before format 3
+        return CallRequest(kind, model, full=False, summary=summary)
+    messages = []
+    for ref in refs:
+        role, key = ref[0], ref[1]
+        message: dict[str, Any] = {"role": role, "content": texts.get(key) if key else None}
+        if len(ref) > 2 and isinstance(ref[2], dict):
+            message.update(ref[2])
+        messages.append(message)
+    settings = dict(data.get("settings") or {})
+    for name, key in (data.get("constraints") or {}).items():
+        text = texts.get(key)
+        if name != "grammar" and text is not None:
+            try:
+                settings[name] = json.loads(text)
+                continue
+            except ValueError:
+                pass
+        settings[name] = text
+    return CallRequest(kind, model, messages, settings, True, summary)
+
+
+__all__ = [
+    "CONSTRAINTS", "MESSAGE_EXTRAS", "CallRequest", "encode_request", "keys_of", "new_texts", "request_of",
+    "requests_of", "storable", "text_key",
+]
