@@ -14,7 +14,7 @@ Where things live (one home for each concept):
 from typing import TYPE_CHECKING
 
 from rolecast import library_logging
-from rolecast.lazy import lazy_exports
+from rolecast.core.lazy import lazy_exports
 
 from .action import Action, UserRequirement
 from .action_node import ActionNode, ActionOutput

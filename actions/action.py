@@ -18,18 +18,18 @@ from pydantic import (
 )
 
 from memory import Memory, Message
-from rolecast.classes import class_path
-from rolecast.config import Config
 from rolecast.context import Context, current_context
+from rolecast.control.hooks import Hooks
+from rolecast.core.classes import class_path
+from rolecast.core.config import Config
+from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.models import Model
+from rolecast.core.serialization import CLASS_KEY as SERIALIZED_CLASS_KEY
+from rolecast.core.serialization import class_named, without_class_key
 from rolecast.errors import NothingToRun, UsageError
-from rolecast.hooks import Hooks
 from rolecast.llm import as_llm, create_llm
 from rolecast.llm.base import BaseLLM, LLMSettings
-from rolecast.models import Model
 from rolecast.runs.log import enter_action, exit_action
-from rolecast.serialization import CLASS_KEY as SERIALIZED_CLASS_KEY
-from rolecast.serialization import class_named, without_class_key
-from rolecast.usage import reject_unknown_keywords
 
 from .action_node import ActionNode
 

@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from memory.instruct import create_instruct_model
+from rolecast.core.jsonutil import extract_json
 from rolecast.errors import NodeNotFilled, OutputParseError, UsageError
-from rolecast.jsonutil import extract_json
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.llm.human import HumanProvider
 

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 
 from rolecast.errors import InvalidChoice  # noqa: E402
 from rolecast.llm import parse_choice  # noqa: E402
-from rolecast.llm.local import LocalLLM  # noqa: E402
+from rolecast.llm.local.provider import LocalLLM  # noqa: E402
 
 # MetaGPT's role prefix and STATE_TEMPLATE, exactly as roles use them
 from roles import PREFIX_TEMPLATE, STATE_TEMPLATE  # noqa: E402

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rolecast.llm.local import LocalLLM  # noqa: E402
+from rolecast.llm.local.provider import LocalLLM  # noqa: E402
 
 QUESTIONS = [
     "Tell me about the history of the bicycle.",

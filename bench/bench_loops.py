@@ -45,7 +45,7 @@ from actions.tools import FunctionRegistry, arguments_from_text, fit_arguments, 
 from rolecast.context import Context  # noqa: E402
 from rolecast.errors import OutputParseError, RolecastError, ToolError  # noqa: E402
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest  # noqa: E402
-from rolecast.llm.local import LocalLLM  # noqa: E402
+from rolecast.llm.local.provider import LocalLLM  # noqa: E402
 
 SETTINGS = LLMSettings(temperature=0.0, max_tokens=128, seed=1)
 

@@ -49,7 +49,7 @@ def child(idea: str) -> None:
     """Run the example as its command line does, with counters around the model; print them last."""
     started = time.perf_counter()
     sys.path[:0] = [str(ROOT), str(EXAMPLE.parent)]
-    from rolecast.llm import local
+    from rolecast.llm.local import provider as local
 
     calls: list[dict[str, Any]] = []
     answers: list[str] = []  # the answers as the roles got them (a loop's copies trimmed)

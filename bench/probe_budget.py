@@ -28,7 +28,7 @@ from actions.loops import ReActAction
 from actions.tools import tool
 from environment import Team
 from memory import Message
-from rolecast.cost import CostManager
+from rolecast.accounting.cost import CostManager
 from rolecast.errors import BudgetExceeded, RolecastError
 from rolecast.llm import Completion, Usage
 from rolecast.testing import FunctionLLM

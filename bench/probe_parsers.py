@@ -24,8 +24,8 @@ DEEP_OBJ = '{"a":' * 1000 + "1" + "}" * 1000
 PROBES: dict[str, str] = {
     "choice: '1'+' '*2000+'x'": "from rolecast.llm.base import parse_choice; parse_choice('1' + ' ' * 2000 + 'x', 3)",
     "choice: '1'*4301": "from rolecast.llm.base import parse_choice; parse_choice('1' * 4301, 3)",
-    "json: nested 1000 deep": f"from rolecast.jsonutil import extract_json; extract_json({DEEP!r})",
-    "json: object nested 1000 deep": f"from rolecast.jsonutil import extract_json; extract_json({DEEP_OBJ!r})",
+    "json: nested 1000 deep": f"from rolecast.core.jsonutil import extract_json; extract_json({DEEP!r})",
+    "json: object nested 1000 deep": f"from rolecast.core.jsonutil import extract_json; extract_json({DEEP_OBJ!r})",
     "react: Action Input nested 1000 deep": (
         "from actions.loops.react import ReActOutputParser\n"
         "from actions.tools import FunctionRegistry, tool, arguments_from_text\n"
@@ -89,7 +89,7 @@ PROBES: dict[str, str] = {
 
 RUNNER = """
 import sys, time
-import actions, memory, roles, rolecast.llm.base, rolecast.jsonutil  # imports are not what is timed
+import actions, memory, roles, rolecast.llm.base, rolecast.core.jsonutil  # imports are not what is timed
 import actions.loops.stepwise, actions.semantic_kernel.planners.sequential, actions.plan_and_act
 code = sys.argv[1]
 t = time.perf_counter()

@@ -17,13 +17,13 @@ from pydantic import (
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.context import Context
+from rolecast.core.models import Model
 from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, RolecastError, UsageError
-from rolecast.models import Model
 from rolecast.runs.log import RunLog
 from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
-from roles.context import SkipLedger
 from roles.inbox import hears_everything
+from roles.role_context import SkipLedger
 
 from .runtime import Runtime, logged_turn
 
@@ -160,7 +160,7 @@ class Environment(Model):
 
         A broadcast is handed only to the roles that watch its ``cause_by`` (and to those that
         :func:`~roles.inbox.hears_everything`); every other role counts it as ignored through
-        the bus's :class:`~roles.context.SkipLedger`, as if it had received and dropped it. The
+        the bus's :class:`~roles.role_context.SkipLedger`, as if it had received and dropped it. The
         role tells the environment when its watch list, context or
         ``observe_all_msg_from_buffer`` changes, and this brings the index up to date.
         """

@@ -38,8 +38,8 @@ from typing import Any
 from loguru import logger
 
 from memory import Message
+from rolecast.accounting.ratelimit import CallMeter, RateLimit
 from rolecast.errors import UsageError, WorkerLost
-from rolecast.ratelimit import CallMeter, RateLimit
 from roles import Role
 
 from .ray_worker import RoleWorker, WorkerSpec, detached_pickle, merge_usage

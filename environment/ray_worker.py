@@ -26,11 +26,11 @@ from typing import Any
 from loguru import logger
 
 from memory import Message
+from rolecast.accounting.cost import CostManager, UsageTotals, estimate_tokens
+from rolecast.accounting.metering import current_meter
 from rolecast.context import Context
-from rolecast.cost import CostManager, UsageTotals, estimate_tokens
 from rolecast.errors import ActionFailed, BudgetExceeded, RolecastError, StoreError
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, StructuredRequest, Usage, messages_text
-from rolecast.metering import current_meter
 from rolecast.runs.log import Durability, RunLog
 from rolecast.runs.store import RunEvent, RunStore, SQLiteRunStore, encode_data
 from roles import Role
@@ -45,7 +45,7 @@ class WorkerSpec:
     name: str
     team_roles: list[str]
     desc: str = ""
-    config: Any = None  # rolecast.config.Config, or None: read on the worker
+    config: Any = None  # rolecast.core.config.Config, or None: read on the worker
     default_llm: bytes | None = None  # the team's default model, pickled; None: made from config
     services: dict[str, bytes] = field(default_factory=dict)
     store: Any = None  # a picklable RunStore, or ("sqlite", path)

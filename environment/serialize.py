@@ -23,8 +23,8 @@ from actions import Action
 from actions.plan_and_act import Plan
 from memory import Memory, Message, any_to_str
 from memory.message import load_json_data
-from rolecast.classes import loaded_subclass
-from rolecast.cost import CostManager, UsageTotals
+from rolecast.accounting.cost import CostManager, UsageTotals
+from rolecast.core.classes import loaded_subclass
 from rolecast.errors import DataError, UsageError
 from roles import Role
 

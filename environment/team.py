@@ -14,13 +14,14 @@ from pydantic import ConfigDict, PrivateAttr
 
 from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
-from rolecast.config import Config
-from rolecast.console import RunConsole, open_console
+from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
-from rolecast.cost import CostManager
+from rolecast.core.config import Config
+from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.models import Model
 from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
-from rolecast.models import Model
+from rolecast.observe.console import RunConsole, open_console
 from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
@@ -35,7 +36,6 @@ from rolecast.runs.store import (
     default_store,
     open_store,
 )
-from rolecast.usage import reject_unknown_keywords
 from roles import Role
 
 from .environment import Environment
@@ -85,7 +85,7 @@ class History(list[Message]):
     history was that text — or for a sender of that name (``"Alex" in history``: Alex spoke).
 
     ``status`` is ``"finished"``, or ``"waiting"`` when the run paused for a deferred approval
-    (:meth:`rolecast.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
+    (:meth:`rolecast.control.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
     script exits with (0, or :data:`EXIT_WAITING`).
     """
 
@@ -383,7 +383,7 @@ class Team(Model):
 
         Returns the environment's history (every message published, in order).
         ``console=True`` shows the run live in the terminal (plain text when stdout is
-        not a terminal; see :mod:`rolecast.console`); off by default for library use.
+        not a terminal; see :mod:`rolecast.observe.console`); off by default for library use.
         """
         if isinstance(n_round, bool) or not isinstance(n_round, int) or n_round <= 0:
             raise UsageError(f"n_round is the number of rounds to run, a positive whole number; not {n_round!r}")

@@ -17,7 +17,7 @@ from actions import Action, parse_code
 from actions.tools.sandbox import run_python
 from memory import Message
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.observe.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 

@@ -19,7 +19,7 @@ from actions import Action, UserRequirement, parse_code
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.observe.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 

@@ -29,9 +29,9 @@ from actions.plan_and_act import PlanRunner, Review, Task
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
-from rolecast.console import run_script
 from rolecast.errors import ConfigError, RolecastError
 from rolecast.llm.base import LLMSettings
+from rolecast.observe.console import run_script
 from rolecast.testing import Call, FunctionLLM
 from roles import Role
 

@@ -15,7 +15,7 @@ from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.observe.console import run_script
 from rolecast.testing import FunctionLLM
 from roles import Role
 

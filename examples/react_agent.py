@@ -21,10 +21,10 @@ import argparse
 
 from actions import AgentResult, python_tool
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.control.hooks import Event
 from rolecast.errors import ConfigError, RolecastError
-from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
+from rolecast.observe.console import run_script
 from rolecast.testing import ScriptedLLM
 from roles import ToolAgent
 

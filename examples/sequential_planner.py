@@ -21,10 +21,10 @@ from loguru import logger
 from actions import InputVariable, Kernel, SequentialPlanner
 from actions.semantic_kernel import FunctionPlan
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.control.hooks import Invocation
 from rolecast.errors import ConfigError, RolecastError
-from rolecast.hooks import Invocation
 from rolecast.llm.base import LLMSettings
+from rolecast.observe.console import run_script
 from rolecast.testing import ScriptedLLM
 
 GOAL = "Write a poem about John Doe, then translate it into Chinese."

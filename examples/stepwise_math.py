@@ -20,10 +20,10 @@ from typing import Annotated
 
 from actions import AgentResult, Plugin, kernel_function
 from rolecast import enable_logging
-from rolecast.console import run_script
+from rolecast.control.hooks import Event
 from rolecast.errors import ConfigError, RolecastError
-from rolecast.hooks import Event
 from rolecast.llm.base import LLMSettings
+from rolecast.observe.console import run_script
 from rolecast.testing import ScriptedLLM
 from roles import ToolAgent
 

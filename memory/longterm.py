@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rolecast.cost import estimate_tokens
+from rolecast.accounting.cost import estimate_tokens
 from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM
 

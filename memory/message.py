@@ -20,10 +20,11 @@ from pydantic import (
     field_validator,
 )
 
+from rolecast.core.classes import current_class_path
+from rolecast.core.jsonutil import check_depth, extract_json
+from rolecast.core.models import Model
 from rolecast.errors import DataError, OutputParseError, UsageError
-from rolecast.jsonutil import check_depth, extract_json
 from rolecast.llm.base import BaseLLM
-from rolecast.models import Model
 from rolecast.runs.events import MESSAGE_ROUTE_TO_ALL
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
@@ -365,6 +366,7 @@ def _allowed(module: str) -> bool:
 
 def _lookup_class(class_path: str) -> type[BaseModel] | None:
     """The registered (or allowed and importable) model class at ``class_path``, else None."""
+    class_path = current_class_path(class_path)  # a kernel module that moved
     found = _REGISTERED.get(class_path)
     if found is not None:
         return found

@@ -1,4 +1,9 @@
-"""rolecast kernel: LLM providers, configuration, cost accounting, hooks, errors and test doubles.
+"""rolecast kernel: what the user-facing packages need, in rooms named for what they hold.
+
+``core`` (configuration, models, serialization: the floor), ``accounting`` (cost, metering, rate
+limits), ``control`` (hooks, approval), ``observe`` (console, tracing), ``llm`` (the model seam and
+its providers), ``runs`` (the run store and log), ``studio``; beside them ``errors``, ``context``
+(what one run shares), ``testing`` (scripted models) and ``cli``.
 
 The user-facing packages are ``memory``, ``actions``, ``roles`` and ``environment``;
 this package holds what all of them need and knows nothing of roles.

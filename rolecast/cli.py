@@ -24,14 +24,14 @@ from typing import Any
 from pydantic import SecretStr
 
 from . import __version__, enable_logging, studio
-from .config import Config
 from .context import default_context
+from .core.config import Config
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
-from .llm.engine import engine_installed, info_rows
-from .llm.local import EMBEDDED_MODEL_NAME, embedded_model_path
-from .llm.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
-from .printable import printable
+from .llm.local.engine import engine_installed, info_rows
+from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
+from .observe.printable import printable
 from .runs import commands as runs_commands
 
 

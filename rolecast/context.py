@@ -18,13 +18,13 @@ from typing import Any
 
 from loguru import logger
 
-from .config import Config, ProviderConfig
-from .cost import CostManager
+from .accounting.cost import CostManager
+from .accounting.metering import default_cost_manager, metered
+from .control.hooks import Hooks
+from .core.config import Config, ProviderConfig
 from .errors import UsageError
-from .hooks import Hooks
 from .llm import as_llm, create_llm
 from .llm.base import BaseLLM
-from .metering import default_cost_manager, metered
 from .runs.log import RunLog
 
 

@@ -374,7 +374,7 @@ class HumanStopped(ControlFlow):
 
 
 class ApprovalPending(ControlFlow):
-    """A deferred approval (:meth:`rolecast.approval.Approval.deferred`) is waiting for a person's
+    """A deferred approval (:meth:`rolecast.control.approval.Approval.deferred`) is waiting for a person's
     answer: the run pauses (``team.run`` returns a history whose ``status`` is ``"waiting"``); answer
     with ``rolecast runs approve|reject|edit RUN ID`` and run the script again with the same run id."""
 

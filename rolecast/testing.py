@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, cast
 
-from .cost import estimate_tokens
+from .accounting.cost import estimate_tokens
+from .accounting.metering import current_meter
 from .errors import ScriptExhausted, UsageError
 from .llm.base import (
     BaseLLM,
@@ -50,7 +51,6 @@ from .llm.base import (
 )
 from .llm.embedders import hashed_vector
 from .llm.recording import describe_request
-from .metering import current_meter
 from .runs.log import RunLog, current_action
 from .runs.store import RunStore, open_store
 

@@ -3,10 +3,10 @@
 from typing import TYPE_CHECKING
 
 from rolecast import library_logging
-from rolecast.lazy import lazy_exports
+from rolecast.core.lazy import lazy_exports
 
-from .context import MessageQueue, RoleContext, RoleReactMode
 from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
+from .role_context import MessageQueue, RoleContext, RoleReactMode
 
 # ToolAgent brings the tool loops: loaded on first use (import stays light)
 _LAZY = {"ToolAgent": ".tool_agent"}

@@ -10,7 +10,7 @@ from loguru import logger
 
 from memory import MESSAGE_ROUTE_TO_ALL, Message
 
-from .context import RoleContext
+from .role_context import RoleContext
 
 #: attributes whose change the environment's watcher index hears of (see :meth:`Inbox.__setattr__`)
 _WIRED = frozenset({"rc", "observe_all_msg_from_buffer"})
@@ -95,7 +95,7 @@ class Inbox:
 
         An environment calls this for the broadcasts a role watches and the messages addressed
         to it; it counts the other broadcasts as ignored for the role without calling it (see
-        :class:`~roles.context.SkipLedger`), unless the role :func:`hears_everything`.
+        :class:`~roles.role_context.SkipLedger`), unless the role :func:`hears_everything`.
         """
         if message is None:
             return

@@ -41,21 +41,21 @@ from actions.perform import perform
 from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
-from rolecast.classes import class_path
-from rolecast.config import Config
 from rolecast.context import Context, current_context
+from rolecast.core.classes import class_path
+from rolecast.core.config import Config
+from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.models import Model
+from rolecast.core.serialization import class_named, without_class_key
 from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
 from rolecast.llm import as_llm
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
-from rolecast.models import Model
 from rolecast.runs.events import STATE_INVALID
-from rolecast.serialization import class_named, without_class_key
-from rolecast.usage import reject_unknown_keywords
 
-from .context import RoleContext, RoleReactMode
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE
+from .role_context import RoleContext, RoleReactMode
 from .sdk import MetaGPTSDK
 
 #: keywords the constructor takes besides the fields

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 from actions import Action
 from actions.action_node import ActionOutput
 from actions.perform import perform
-from rolecast.config import Config
 from rolecast.context import Context
+from rolecast.core.config import Config
 from rolecast.errors import UsageError
 from rolecast.llm import create_llm
 from rolecast.llm.base import BaseLLM
 
-from .context import RoleContext
+from .role_context import RoleContext
 
 if TYPE_CHECKING:
     from memory import Message

@@ -6,7 +6,7 @@
   (``if TYPE_CHECKING:`` blocks are not executed and do not count).
 * No framework module is imported inside a function: a function-level import is how a
   cycle hides. Lazy imports of optional third-party packages (openai, llama_cpp …) are fine.
-* A package may export names lazily (:func:`rolecast.lazy.lazy_exports`): it names them in its
+* A package may export names lazily (:func:`rolecast.core.lazy.lazy_exports`): it names them in its
   ``if TYPE_CHECKING:`` imports, and ``from package import Name`` then counts as an import of
   the submodule that defines ``Name``, where the importer runs it, so laziness hides no cycle.
 """

@@ -239,10 +239,12 @@ def recognizes(grammar: str, text: str) -> bool:
 @functools.cache
 def _engine_accepts(grammar: str) -> None:
     """Raise ValueError when llama.cpp (the engine that decodes under it) cannot parse ``grammar``."""
-    from rolecast.llm.local import LocalLLM
+    from rolecast.llm.local.provider import LocalLLM
+    from rolecast.testing import allow_model_requests
 
     body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "grammar": grammar}
-    answer = LocalLLM().engine.handle_chat_completions(body)
+    with allow_model_requests(True):  # the engine is asked to parse a grammar, a token at most
+        answer = LocalLLM().engine.handle_chat_completions(body)
     if "error" in answer or "code" in answer:
         raise ValueError(f"llama.cpp cannot parse the grammar: {answer}\n{grammar[:2000]}")
 

@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 from actions import Action, UserRequirement, calculator
 from environment import Team
 from memory import Message
-from rolecast.approval import Approval
+from rolecast.control.approval import Approval
 from rolecast.errors import RunError
 from rolecast.llm.base import Completion, ToolCall
 from rolecast.runs import (

@@ -7,8 +7,8 @@ import io
 import pytest
 
 from actions import Action, calculator
-from rolecast.approval import Approval, approve, edit, reject
 from rolecast.context import Context
+from rolecast.control.approval import Approval, approve, edit, reject
 from rolecast.errors import InvocationCancelled, UsageError
 from rolecast.llm.base import Completion, ToolCall
 from rolecast.testing import ScriptedLLM

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from architecture import function_level_imports, lazy_names, module_cycles, upward_imports
+from architecture import all_imports, function_level_imports, lazy_names, module_cycles, upward_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"rolecast": 0, "memory": 1, "actions": 2, "roles": 3, "environment": 4}
@@ -127,3 +127,15 @@ def test_every_error_derives_from_the_root():
     for name in errors.__all__:
         cls = getattr(errors, name)
         assert issubclass(cls, errors.RolecastError), name
+
+
+#: the kernel's floor: configuration, models, class paths, serialization, JSON helpers and lazy
+#: exports import nothing of rolecast but themselves and its errors, so every other part may use them
+KERNEL_FLOOR = ("rolecast.core",)
+
+
+def test_the_kernel_core_imports_nothing_of_rolecast_but_errors():
+    found = [f"{i.source} imports {i.target} (line {i.line})" for i in all_imports(ROOT, list(LAYERS))
+             if i.source.startswith(KERNEL_FLOOR) and i.target.startswith("rolecast")
+             and not i.target.startswith(KERNEL_FLOOR) and i.target not in ("rolecast", "rolecast.errors")]
+    assert found == []

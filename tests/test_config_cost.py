@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rolecast.config import Config, LLMConfig
+from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
-from rolecast.cost import CostManager
+from rolecast.core.config import Config, LLMConfig
 from rolecast.errors import BudgetExceeded, ConfigError
 from rolecast.llm import create_llm
 

@@ -15,8 +15,8 @@ from support import ROOT
 
 from actions import Action
 from environment import Team
-from rolecast.console import RunConsole
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, Usage
+from rolecast.observe.console import RunConsole
 from rolecast.runs.store import RunEvent
 from rolecast.testing import ScriptedLLM
 from roles import Role

@@ -114,7 +114,7 @@ def test_the_schema_check_knows_types_required_enums_items_and_refuses_deep_nest
 async def _waiting_run(db: Path, run_id: str, calls: list[str]):
     from actions import calculator
     from environment import Team
-    from rolecast.approval import Approval
+    from rolecast.control.approval import Approval
     from rolecast.llm.base import Completion, ToolCall
     from rolecast.testing import FunctionLLM
     from roles import ToolAgent
@@ -132,7 +132,7 @@ async def _waiting_run(db: Path, run_id: str, calls: list[str]):
 
 
 async def test_the_same_from_python_and_a_script_exits_with_the_waiting_status(tmp_path, capsys):
-    from rolecast.console import run_script
+    from rolecast.observe.console import run_script
     from rolecast.runs.approvals import EXIT_WAITING
 
     db, calls = tmp_path / "runs.db", []

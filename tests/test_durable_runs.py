@@ -157,8 +157,8 @@ def test_a_request_has_the_fingerprint_earlier_versions_logged_and_a_settings_ch
     # json.dumps(sort_keys=True) text, whatever shape the messages and parameters have
     from pydantic import BaseModel
 
+    from rolecast.core.settings import LLMSettings
     from rolecast.llm.recording import describe_request
-    from rolecast.settings import LLMSettings
 
     class Shape(BaseModel):
         a: int = 1

@@ -9,8 +9,8 @@ import pytest
 from actions.loops import FORCE_STOP_OUTPUT, FunctionCallingAction
 from actions.tools import Plugin, calculator, kernel_function, tool
 from rolecast.context import Context
+from rolecast.control.hooks import Hooks
 from rolecast.errors import OutputParseError, UsageError
-from rolecast.hooks import Hooks
 from rolecast.llm.base import BaseLLM, Completion, ToolCall
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles.tool_agent import ToolAgent

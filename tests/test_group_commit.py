@@ -49,7 +49,7 @@ class Say(Action):
         return answer
 
     def _role_name(self) -> str:
-        from rolecast.metering import current_meter
+        from rolecast.accounting.metering import current_meter
 
         return current_meter().role or ""
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import FakeOpenAIServer, Reply, completion_body
 
 from rolecast.errors import LLMAPIError, LLMRateLimitError, LLMResponseError, LLMTimeoutError, UsageError
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 
 #: item 2's hostile body: 200 kB of nested brackets (100,000 levels)
 NESTED_200KB = b"[" * 100_000 + b"]" * 100_000
@@ -141,7 +141,7 @@ async def test_item9_a_short_retry_after_inside_the_deadline_is_honoured(server:
 
 
 def test_item9_the_default_deadline_is_the_attempts_timeouts_and_is_configurable() -> None:
-    from rolecast.config import OpenAIConfig
+    from rolecast.core.config import OpenAIConfig
     from rolecast.errors import ConfigError
 
     llm = OpenAILLM("m", base_url="http://127.0.0.1:9/v1", timeout=2.0, max_retries=3)
@@ -244,7 +244,7 @@ async def test_item7_an_invalid_state_answer_is_an_event_with_the_raw_answer_and
 
     from actions import Action
     from environment import Team
-    from rolecast.console import RunConsole
+    from rolecast.observe.console import RunConsole
     from rolecast.runs import STATE_INVALID, open_store
     from rolecast.testing import ScriptedLLM
     from roles import Role
@@ -276,8 +276,8 @@ async def test_item7_an_invalid_state_answer_is_an_event_on_the_roles_turn_span(
 
     from actions import Action
     from environment import Team
+    from rolecast.observe.tracing import instrument
     from rolecast.testing import ScriptedLLM
-    from rolecast.tracing import instrument
     from roles import Role
 
     exporter = InMemorySpanExporter()
@@ -299,7 +299,7 @@ async def test_item11_the_console_shows_control_characters_in_names_and_ids_esca
 
     from actions import Action
     from environment import Team
-    from rolecast.console import RunConsole
+    from rolecast.observe.console import RunConsole
     from rolecast.runs import RUN_STARTED, RUN_STOPPED, RunEvent
     from rolecast.testing import ScriptedLLM
     from roles import Role
@@ -708,7 +708,7 @@ def test_item14_the_planner_examples_cost_lines_name_who_called() -> None:
 
 
 def test_item14_calls_outside_any_role_are_named_so_in_a_cost_summary() -> None:
-    from rolecast.cost import CostManager
+    from rolecast.accounting.cost import CostManager
 
     costs = CostManager()
     costs.record("gpt-4o-mini", 10, 5)

@@ -10,8 +10,8 @@ from actions import Action
 from actions.semantic_kernel import FunctionResult, Kernel
 from actions.tools import tool
 from rolecast.context import Context
+from rolecast.control.hooks import Hooks, Invocation
 from rolecast.errors import InvocationCancelled
-from rolecast.hooks import Hooks, Invocation
 from rolecast.testing import ScriptedLLM
 
 

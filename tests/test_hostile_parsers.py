@@ -32,6 +32,7 @@ from actions.semantic_kernel.planners.sequential import parse_sequential_plan, r
 from actions.tools import FunctionRegistry, arguments_from_text, json_arguments, tool
 from memory import InstructContent, Memory, Message, allow_instruct_modules, register_instruct_model
 from rolecast.context import Context
+from rolecast.core.jsonutil import MAX_JSON_DEPTH, extract_json, loads_lenient
 from rolecast.errors import (
     DataError,
     InvalidChoice,
@@ -41,7 +42,6 @@ from rolecast.errors import (
     RolecastError,
     ToolError,
 )
-from rolecast.jsonutil import MAX_JSON_DEPTH, extract_json, loads_lenient
 from rolecast.llm import parse_choice
 from rolecast.testing import ScriptedLLM
 from roles import Role
@@ -231,10 +231,10 @@ def test_registered_and_allowed_classes_are_rebuilt() -> None:
 
 
 def test_an_allowed_module_is_imported_only_for_a_pydantic_model() -> None:
-    allow_instruct_modules("rolecast.settings")
-    rebuilt = Message.from_json('{"instruct_content": {"class": "rolecast.settings.LLMSettings", "value": {}}}')
+    allow_instruct_modules("rolecast.core.settings")
+    rebuilt = Message.from_json('{"instruct_content": {"class": "rolecast.core.settings.LLMSettings", "value": {}}}')
     assert type(rebuilt.instruct_content).__name__ == "LLMSettings"
-    not_a_model = Message.from_json('{"instruct_content": {"class": "rolecast.settings.Any", "value": {}}}')
+    not_a_model = Message.from_json('{"instruct_content": {"class": "rolecast.core.settings.Any", "value": {}}}')
     assert isinstance(not_a_model.instruct_content, InstructContent)
 
 

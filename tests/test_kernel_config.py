@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rolecast.config import AutoConfig, Config, LLMConfig, LocalConfig, OpenAIConfig, PluginConfig
+from rolecast.core.config import AutoConfig, Config, LLMConfig, LocalConfig, OpenAIConfig, PluginConfig
 from rolecast.errors import ConfigError
 from rolecast.llm import create_llm, register_provider
 from rolecast.llm.registry import provider_factory

@@ -15,7 +15,7 @@ from servers import completion_body, error_body
 
 from rolecast.context import Context
 from rolecast.errors import LLMAPIError, LLMRateLimitError
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 
 try:  # the HTTP library the installed openai SDK is built on: httpx2 for openai 3.x, httpx before
     import httpx2 as httpx

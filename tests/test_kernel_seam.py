@@ -8,8 +8,9 @@ import json
 import pytest
 from pydantic import BaseModel
 
+from rolecast.accounting.cost import CostManager
+from rolecast.accounting.metering import Meter, current_meter, default_cost_manager, metered
 from rolecast.context import Context, current_scope
-from rolecast.cost import CostManager
 from rolecast.errors import (
     BudgetExceeded,
     ConfigError,
@@ -19,7 +20,6 @@ from rolecast.errors import (
     UsageError,
 )
 from rolecast.llm.exceptions import llama_error, llama_load_errors, map_exceptions
-from rolecast.metering import Meter, current_meter, default_cost_manager, metered
 from rolecast.testing import ScriptedLLM
 
 

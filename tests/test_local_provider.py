@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import rolecast.llm.engine as engine
-import rolecast.llm.local as local
-from rolecast.config import LLMConfig, LocalConfig
+import rolecast.llm.local.engine as engine
+import rolecast.llm.local.provider as local
+from rolecast.core.config import LLMConfig, LocalConfig
 from rolecast.errors import ConfigError
 
 
@@ -103,7 +103,7 @@ def test_from_config_takes_a_gguf_path(tmp_path: Path) -> None:
 
 
 def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rolecast.llm.engine import threads
+    from rolecast.llm.local.engine import threads
 
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     assert threads(None) == (4, 4)

@@ -29,7 +29,7 @@ from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, Struct
 from rolecast.llm.human import HumanProvider
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles import Role
-from roles.context import MessageQueue
+from roles.role_context import MessageQueue
 
 
 def any_to_str(obj: Any) -> str:
@@ -548,8 +548,8 @@ async def test_subscription_runner_raises_a_role_failure_or_logs_it():
 
 # --------------------------------------------------------- per-action / per-role models
 def test_models_by_configuration_per_action_and_per_role(tmp_path, monkeypatch):
-    import rolecast.config as config_module
-    from rolecast.config import Config, LLMConfig
+    import rolecast.core.config as config_module
+    from rolecast.core.config import Config, LLMConfig
 
     monkeypatch.setattr(config_module, "CONFIG_HOME", tmp_path)
     (tmp_path / "gpt4.yaml").write_text(

@@ -15,17 +15,17 @@ import pytest
 from loguru import logger
 from pydantic import BaseModel, Field, SerializeAsAny, ValidationError
 
-import rolecast.serialization as serialization
+import rolecast.core.serialization as serialization
 from actions import Action, ActionNode, UserRequirement
 from actions.action_node import ReviewMode, ReviseMode
 from actions.plan_and_act import Plan, Planner, Task, TaskType
 from environment import Environment, SubscriptionRunner, Team
 from environment.environment import RoleMap
 from memory import Memory, Message, Resource, any_to_name, any_to_str
-from rolecast.config import Config, LLMConfig, LLMType, OpenAIConfig, PluginConfig
 from rolecast.context import AttrDict, Context
+from rolecast.core.config import Config, LLMConfig, LLMType, OpenAIConfig, PluginConfig
+from rolecast.core.serialization import SerializationMixin, read_json_file, write_json_file
 from rolecast.errors import ActionFailed, ConfigError, DataError, NodeNotFilled, NothingToRun, UsageError
-from rolecast.serialization import SerializationMixin, read_json_file, write_json_file
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles import Role, RoleReactMode
 

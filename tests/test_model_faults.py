@@ -24,8 +24,9 @@ from servers import FakeOpenAIServer, Reply, completion_body
 from actions import Action
 from environment import Team
 from memory import Message
+from rolecast.accounting.cost import CostManager, max_prompt_tokens
+from rolecast.accounting.metering import metered
 from rolecast.context import Context
-from rolecast.cost import CostManager, max_prompt_tokens
 from rolecast.errors import (
     ActionFailed,
     BudgetExceeded,
@@ -39,8 +40,7 @@ from rolecast.errors import (
     RolecastError,
 )
 from rolecast.llm import Completion, Usage
-from rolecast.llm.openai import OpenAILLM
-from rolecast.metering import metered
+from rolecast.llm.openai.provider import OpenAILLM
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles import Role
 

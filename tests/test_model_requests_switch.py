@@ -17,7 +17,7 @@ from environment import Team
 from rolecast.errors import ModelRequestsBlocked, UsageError
 from rolecast.llm.base import ALLOW_MODEL_REQUESTS_ENV, model_requests_allowed
 from rolecast.llm.embedders import HashingEmbedder
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 from rolecast.testing import FunctionLLM, ScriptedLLM, allow_model_requests
 from roles import Role
 

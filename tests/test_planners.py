@@ -389,12 +389,14 @@ def test_sequential_planner_example_replays_the_seed_run() -> None:
 def grammar_model(tmp_path: Path, replies: list[str]) -> Any:
     """A stand-in for the embedded llama.cpp model that records the schema it is asked with."""
     from rolecast.llm.base import Completion
-    from rolecast.llm.local import LocalLLM
+    from rolecast.llm.local.provider import LocalLLM
 
     weights = tmp_path / "fake.gguf"
     weights.write_bytes(b"")  # never loaded: _complete is replaced
 
     class GrammarModel(LocalLLM):
+        reaches_a_model = False  # a scripted double: _complete never reaches the engine
+
         async def _complete(
             self, messages: Any, *, stop: Any, settings: Any, structured: Any = None, tools: Any = None
         ) -> Any:
@@ -436,7 +438,7 @@ def test_grammar_schemas_compile_for_llama_cpp() -> None:
     pytest.importorskip("xllamacpp")
     from actions.semantic_kernel.planners.action_planner import action_grammar_schema
     from actions.semantic_kernel.planners.basic import basic_grammar_schema
-    from rolecast.llm.local import schema_grammar as json_schema_to_gbnf
+    from rolecast.llm.local.provider import schema_grammar as json_schema_to_gbnf
 
     functions = joke_kernel(ScriptedLLM([]), ScriptedLLM([])).functions.functions()
     assert "FunPlugin.Joke" in (json_schema_to_gbnf(basic_grammar_schema(functions)) or "")
@@ -454,7 +456,7 @@ def _embedded_model_installed() -> bool:
 @pytest.mark.integration
 @pytest.mark.skipif(not _embedded_model_installed(), reason="the embedded model is not installed")
 async def test_json_planners_parse_on_the_first_try_on_the_embedded_model(planner: type) -> None:
-    from rolecast.llm.local import LocalLLM
+    from rolecast.llm.local.provider import LocalLLM
 
     llm = LocalLLM()
     kernel = joke_kernel(ScriptedLLM([]), ScriptedLLM([]))

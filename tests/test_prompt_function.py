@@ -16,8 +16,8 @@ from actions.semantic_kernel.prompt_function import (
     PromptTemplate,
     template_variables,
 )
+from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
-from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, TemplateError, ToolError, UsageError
 from rolecast.llm.base import LLMSettings
 from rolecast.testing import FunctionLLM, ScriptedLLM

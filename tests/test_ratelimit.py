@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rolecast.accounting.ratelimit import CallMeter, RateLimit
 from rolecast.errors import UsageError
-from rolecast.ratelimit import CallMeter, RateLimit
 
 
 class Clock:

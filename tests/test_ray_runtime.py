@@ -22,8 +22,8 @@ from actions import Action, UserRequirement  # noqa: E402
 from environment import Team  # noqa: E402
 from environment.ray_runtime import RayRuntime, local_runtime_env  # noqa: E402
 from memory import Message  # noqa: E402
+from rolecast.accounting.ratelimit import RateLimit  # noqa: E402
 from rolecast.errors import BudgetExceeded  # noqa: E402
-from rolecast.ratelimit import RateLimit  # noqa: E402
 from rolecast.runs.store import LLM_CALL, SQLiteRunStore  # noqa: E402
 from rolecast.testing import FunctionLLM  # noqa: E402
 from roles import Role  # noqa: E402

@@ -22,8 +22,8 @@ from actions.loops import (
 from actions.tools import calculator, python_tool, tool
 from memory import Message
 from rolecast.context import Context
+from rolecast.control.hooks import Hooks
 from rolecast.errors import InvocationCancelled, OutputParseError, ToolError, UsageError
-from rolecast.hooks import Hooks
 from rolecast.llm.base import BaseLLM, Completion
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles import Role

@@ -12,12 +12,12 @@ from servers import FakeOpenAIServer, Reply
 
 from actions.semantic_kernel import Kernel, TextMemoryPlugin
 from memory import IndexItem, InMemoryVectorIndex, SemanticMemory, SQLiteVectorIndex
+from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
-from rolecast.cost import CostManager
 from rolecast.errors import BudgetExceeded, LLMAPIError, ToolError, UsageError, VectorIndexError
 from rolecast.llm.base import BaseLLM, Completion
 from rolecast.llm.embedders import HashingEmbedder
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 from rolecast.runs.log import RunLog
 from rolecast.runs.store import MemoryRunStore
 from rolecast.testing import FunctionLLM, ScriptedLLM

@@ -12,8 +12,8 @@ import pytest
 from actions import Action, UserRequirement
 from environment import Team
 from rolecast.cli import main
-from rolecast.console import RunConsole
 from rolecast.errors import UsageError
+from rolecast.observe.console import RunConsole
 from rolecast.runs import LLM_CALL, SQLiteRunStore, open_store
 from rolecast.runs.lineage import fork_run, lineage_of
 from rolecast.testing import FunctionLLM

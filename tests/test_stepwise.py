@@ -18,8 +18,8 @@ from actions.loops.stepwise import (
 )
 from actions.tools import Plugin, fit_arguments, kernel_function, render_stepwise_manual, tool
 from rolecast.context import Context
+from rolecast.control.hooks import Hooks
 from rolecast.errors import OutputParseError
-from rolecast.hooks import Hooks
 from rolecast.llm.base import BaseLLM, Completion
 from rolecast.testing import FunctionLLM, ScriptedLLM
 from roles.tool_agent import ToolAgent

@@ -29,8 +29,8 @@ from actions.tools import (
     tool_run_scope,
 )
 from rolecast.context import Context
+from rolecast.control.hooks import Hooks
 from rolecast.errors import ToolError
-from rolecast.hooks import Hooks
 
 
 # ------------------------------------------------------------------ decorator

@@ -14,9 +14,9 @@ from opentelemetry.trace import StatusCode
 from actions import Action, calculator
 from environment import Team
 from rolecast.llm.base import Completion, ToolCall
+from rolecast.observe.tracing import instrument
 from rolecast.runs.store import LLM_CALL
 from rolecast.testing import ScriptedLLM
-from rolecast.tracing import instrument
 from roles import Role, ToolAgent
 
 

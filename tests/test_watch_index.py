@@ -12,7 +12,7 @@ from environment import Environment
 from memory import MESSAGE_ROUTE_TO_ALL, Message
 from rolecast.testing import ScriptedLLM
 from roles import Role
-from roles.context import RoleContext
+from roles.role_context import RoleContext
 
 
 class Listen(Action):

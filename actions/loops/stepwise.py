@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from loguru import logger
 from pydantic import BaseModel, Field
 
+from rolecast.core.jsonutil import balanced_spans, extract_json, loads_lenient
 from rolecast.errors import OutputParseError
-from rolecast.jsonutil import balanced_spans, extract_json, loads_lenient
 from rolecast.llm.base import truncate_at_stop
 
 from ..tools import FunctionRegistry, KernelFunction, fit_arguments, render_stepwise_manual

@@ -19,7 +19,7 @@
     results = await kernel.invoke_many([poem, "MathPlugin.Add"], input="1", amount="2")
 
 The kernel holds a :class:`~rolecast.context.Context` — the default model, named
-services, cost accounting and budgets, and the :class:`~rolecast.hooks.Hooks` that wrap
+services, cost accounting and budgets, and the :class:`~rolecast.control.hooks.Hooks` that wrap
 every action, tool and prompt-function call — and a
 :class:`~actions.tools.FunctionRegistry` shared by tools and prompt functions.
 """
@@ -33,8 +33,8 @@ from typing import Any
 from loguru import logger
 
 from rolecast.context import Context, current_scope
+from rolecast.control.hooks import Hooks
 from rolecast.errors import InvocationCancelled, UsageError
-from rolecast.hooks import Hooks
 from rolecast.llm.base import BaseLLM, LLMSettings
 
 from ..tools import FunctionRegistry, KernelFunction, Plugin, Tool, fit_arguments
@@ -97,11 +97,11 @@ class Kernel:
         return self.context.hooks
 
     def on_invoking(self, fn: Callable[..., Any] | None = None, *, kinds: set[str] | None = None) -> Any:
-        """Register a before hook (decorator); see :meth:`rolecast.hooks.Hooks.on_invoking`."""
+        """Register a before hook (decorator); see :meth:`rolecast.control.hooks.Hooks.on_invoking`."""
         return self.hooks.on_invoking(fn, kinds=kinds)
 
     def on_invoked(self, fn: Callable[..., Any] | None = None, *, kinds: set[str] | None = None) -> Any:
-        """Register an after hook (decorator); see :meth:`rolecast.hooks.Hooks.on_invoked`."""
+        """Register an after hook (decorator); see :meth:`rolecast.control.hooks.Hooks.on_invoked`."""
         return self.hooks.on_invoked(fn, kinds=kinds)
 
     # --------------------------------------------------------------- functions

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rolecast.core.jsonutil import extract_json, loads_lenient
 from rolecast.errors import OutputParseError, ToolError
-from rolecast.jsonutil import extract_json, loads_lenient
 
 if TYPE_CHECKING:
     from .function import KernelFunction

@@ -13,7 +13,7 @@ from typing import Any
 
 from loguru import logger
 
-from ..config import AutoConfig, Config, LocalConfig, ProviderConfig
+from ..core.config import AutoConfig, Config, LocalConfig, ProviderConfig
 from ..errors import ConfigError, UsageError
 from .base import (
     BaseLLM,

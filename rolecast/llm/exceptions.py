@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from ..core.jsonutil import check_depth
 from ..errors import (
     ConfigError,
     LLMAPIError,
@@ -30,8 +31,7 @@ from ..errors import (
     RolecastError,
     UsageError,
 )
-from ..jsonutil import check_depth
-from .openai_wire import MAX_BODY_DEPTH
+from .openai.wire import MAX_BODY_DEPTH
 
 __all__ = [
     "ExceptionMapping",

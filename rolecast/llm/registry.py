@@ -1,7 +1,7 @@
 """Providers by name: the built-in ones, the ones registered in code, and plugins' entry points.
 
 A provider is a factory ``factory(config, **kwargs) -> BaseLLM`` taking its member of
-:data:`rolecast.config.ProviderConfig`. ``openai`` and ``local`` are built in. A
+:data:`rolecast.core.config.ProviderConfig`. ``openai`` and ``local`` are built in. A
 program adds one with :func:`register_provider`; a plugin package declares one as an
 entry point in the group ``rolecast.providers`` whose name is the provider's and whose
 object is the factory::
@@ -33,7 +33,10 @@ ENTRY_POINT_GROUP = "rolecast.providers"
 _FACTORIES: dict[str, ProviderFactory] = {}
 # the built-in providers, loaded when first asked for (the openai and llama.cpp glue is not light);
 # a fixed table: configuration picks one of these names, it never names a module
-_BUILT_IN = {"openai": ("rolecast.llm.openai", "OpenAILLM"), "local": ("rolecast.llm.local", "LocalLLM")}
+_BUILT_IN = {
+    "openai": ("rolecast.llm.openai.provider", "OpenAILLM"),
+    "local": ("rolecast.llm.local.provider", "LocalLLM"),
+}
 _LOCK = threading.Lock()
 
 

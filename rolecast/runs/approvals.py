@@ -1,6 +1,6 @@
 """Approvals that wait: a deferred approval asked in a run's log, answered later from any process.
 
-A run with :meth:`Approval.deferred() <rolecast.approval.Approval.deferred>` installed does not
+A run with :meth:`Approval.deferred() <rolecast.control.approval.Approval.deferred>` installed does not
 block on a question: it writes an :data:`~rolecast.runs.events.APPROVAL_REQUESTED` event (the id,
 the role, the tool and its arguments, the tool's JSON schema) and pauses — ``team.run`` returns a
 history whose ``status`` is ``"waiting"``, and the process may exit. A person answers with
@@ -24,7 +24,7 @@ from .base import RunStore
 from .events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RunEvent
 
 VERDICTS = ("approve", "reject", "edit")
-#: the exit status of a script whose run waits for an approval (``rolecast.console.run_script`` and
+#: the exit status of a script whose run waits for an approval (``rolecast.observe.console.run_script`` and
 #: ``History.exit_code`` use it): not 0 (it did not finish), not 1 (nothing failed)
 EXIT_WAITING = 3
 #: how deep a schema or a value may nest before it is refused (the checker is recursive)

@@ -4,7 +4,7 @@ What ``rolecast runs list|show|graph|export`` prints; each function returns text
 that it can be used (and tested) without the command line.
 
 Names, ids and texts in a run come from users and models: the list and the timeline show
-control characters in them escaped (:func:`~rolecast.printable.printable`), and the graphs
+control characters in them escaped (:func:`~rolecast.observe.printable.printable`), and the graphs
 quote and escape every identifier and label (a participant whose name is not a plain word
 gets an id of its own, ``_p0``, ``_p1`` …, and its name is only a label), so nothing in a run
 adds a line, an attribute or a node to a diagram.
@@ -18,9 +18,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..cost import NO_ROLE
+from ..accounting.cost import NO_ROLE
 from ..errors import UsageError
-from ..printable import printable
+from ..observe.printable import printable
 from .base import RunStore
 from .events import (
     LINEAGE,

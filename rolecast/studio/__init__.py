@@ -20,8 +20,8 @@ import argparse
 import importlib.util
 from typing import TYPE_CHECKING
 
+from ..core.lazy import lazy_exports
 from ..errors import ConfigError
-from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .app import create_app

@@ -14,8 +14,8 @@ from servers import LlamaServerProcess
 
 from memory import SemanticMemory
 from rolecast.context import Context
-from rolecast.llm.local import LocalLLM
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.local.provider import LocalLLM
+from rolecast.llm.openai.provider import OpenAILLM
 
 pytestmark = [
     pytest.mark.integration,
@@ -28,7 +28,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def embedding_server() -> Iterator[LlamaServerProcess]:
-    from rolecast.llm.local import embedded_model_path
+    from rolecast.llm.local.provider import embedded_model_path
 
     server = LlamaServerProcess(embedded_model_path(), n_ctx=1024, embedding=True, mean_pooling=True)
     try:

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shar
 from servers import LlamaServerProcess
 
 from rolecast.context import Context
-from rolecast.llm.openai import OpenAILLM
+from rolecast.llm.openai.provider import OpenAILLM
 
 pytestmark = [
     pytest.mark.integration,
@@ -34,7 +34,7 @@ GREEDY = {"temperature": 0.0, "seed": 1, "max_tokens": 48}
 
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[LlamaServerProcess]:
-    from rolecast.llm.local import embedded_model_path
+    from rolecast.llm.local.provider import embedded_model_path
 
     server = LlamaServerProcess(embedded_model_path())
     try:

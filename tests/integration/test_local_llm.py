@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from rolecast.config import LLMConfig
 from rolecast.context import Context
+from rolecast.core.config import LLMConfig
 from rolecast.errors import ConfigError, LLMAPIError, LLMTimeoutError, UsageError
 from rolecast.llm import create_llm
-from rolecast.llm.local import LocalLLM, loaded_models
+from rolecast.llm.local.provider import LocalLLM, loaded_models
 
 pytestmark = [
     pytest.mark.integration,
@@ -49,7 +49,7 @@ async def test_ask_is_deterministic_and_counted(llm: LocalLLM) -> None:
 
 async def test_the_number_of_threads_changes_no_answer(tmp_path: Path) -> None:
     # one engine per file: two copies of the model, loaded with 1 and 2 threads, no prompt cache
-    from rolecast.llm.local import embedded_model_path
+    from rolecast.llm.local.provider import embedded_model_path
 
     prompt = "Write two sentences about the sea. " * 12
     answers = []

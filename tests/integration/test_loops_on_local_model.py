@@ -16,7 +16,7 @@ import pytest
 
 from actions import AgentResult
 from rolecast.errors import UsageError
-from rolecast.llm.local import LocalLLM
+from rolecast.llm.local.provider import LocalLLM
 
 ROOT = Path(__file__).resolve().parents[2]
 

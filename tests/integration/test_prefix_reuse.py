@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rolecast.context import Context
-from rolecast.llm.local import LocalLLM, embedded_model_path
+from rolecast.llm.local.provider import LocalLLM, embedded_model_path
 
 pytestmark = [
     pytest.mark.integration,

@@ -10,7 +10,7 @@ import pytest
 
 from actions import Action, UserRequirement
 from environment import Team
-from rolecast.llm.local import LocalLLM
+from rolecast.llm.local.provider import LocalLLM
 from roles import Role
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared support.py

@@ -15,7 +15,7 @@ import sys
 
 from actions import calculator
 from environment import Team
-from rolecast.approval import Approval
+from rolecast.control.approval import Approval
 from rolecast.llm.base import Completion, ToolCall
 from rolecast.testing import FunctionLLM
 from roles import ToolAgent

@@ -28,8 +28,8 @@ from loguru import logger
 from pydantic import BaseModel
 
 from rolecast.context import Context, current_context, current_scope
+from rolecast.core.jsonutil import extract_json
 from rolecast.errors import OutputParseError, PlanError, ToolError
-from rolecast.jsonutil import extract_json
 from rolecast.llm.base import BaseLLM, LLMSettings
 
 from ...structured import with_json_schema

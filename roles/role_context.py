@@ -15,7 +15,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
 from memory import Memory, Message
-from rolecast.models import Model
+from rolecast.core.models import Model
 
 
 class RoleReactMode(str, Enum):

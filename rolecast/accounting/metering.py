@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
+from ..runs.log import RunLog
 from .cost import CostManager
-from .runs.log import RunLog
 
 
 @dataclass(frozen=True)

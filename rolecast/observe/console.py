@@ -23,13 +23,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from .cost import CostManager
-from .errors import RolecastError
-from .printable import printable
-from .runs import events as run_events
-from .runs.approvals import EXIT_WAITING
-from .runs.events import MESSAGE_ROUTE_TO_ALL, STATE_INVALID
-from .runs.store import (
+from ..accounting.cost import CostManager
+from ..errors import RolecastError
+from ..runs import events as run_events
+from ..runs.approvals import EXIT_WAITING
+from ..runs.events import MESSAGE_ROUTE_TO_ALL, STATE_INVALID
+from ..runs.store import (
     LLM_CALL,
     MESSAGE,
     ROUND_STARTED,
@@ -40,6 +39,7 @@ from .runs.store import (
     TURN_STARTED,
     RunEvent,
 )
+from .printable import printable
 
 THINKING = "thinking"  # passing event: a role starts an action ({"action": name})
 LLM_TOKEN = "llm_token"  # passing event: a chunk of streamed model text ({"text": chunk})
@@ -93,7 +93,7 @@ class RunConsole:
     the terminal view, and by default follows ``file.isatty()``. ``max_lines`` bounds
     how much of each message is shown. Call :meth:`close` if a run ends without a
     ``run_stopped`` event (``Team.run`` does). ``costs`` (a
-    :class:`~rolecast.cost.CostManager`) is where the per-role figures come from when given;
+    :class:`~rolecast.accounting.cost.CostManager`) is where the per-role figures come from when given;
     otherwise they are counted from the ``llm_call`` events.
     """
 

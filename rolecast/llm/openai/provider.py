@@ -33,8 +33,8 @@ from typing import Any, cast
 
 from loguru import logger
 
-from ..config import OpenAIConfig
-from ..errors import (
+from ...core.config import OpenAIConfig
+from ...errors import (
     ConfigError,
     LLMAPIError,
     LLMEmptyAnswerError,
@@ -43,7 +43,7 @@ from ..errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
-from .base import (
+from ..base import (
     BaseLLM,
     Completion,
     Embeddings,
@@ -57,8 +57,8 @@ from .base import (
     pooled_vector,
     truncate_at_stop,
 )
-from .exceptions import openai_errors
-from .openai_wire import StreamState, check_response, read_model, retry_after
+from ..exceptions import openai_errors
+from .wire import StreamState, check_response, read_model, retry_after
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) ignore the key, but the SDK wants one.
@@ -179,7 +179,7 @@ class OpenAILLM(BaseLLM):
 
     @classmethod
     def from_config(cls, cfg: OpenAIConfig, **kwargs: Any) -> OpenAILLM:
-        """Build from an :class:`~rolecast.config.OpenAIConfig`; ``kwargs`` override it."""
+        """Build from an :class:`~rolecast.core.config.OpenAIConfig`; ``kwargs`` override it."""
         if not isinstance(cfg, OpenAIConfig):
             raise ConfigError(f"the openai provider needs an OpenAIConfig, not {type(cfg).__name__}")
         params: dict[str, Any] = {

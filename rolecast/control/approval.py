@@ -1,6 +1,6 @@
 """Human approval: a person approves, edits or rejects a tool call or an action before it runs.
 
-:class:`Approval` is a *before* hook (:meth:`rolecast.hooks.Hooks.on_invoking`). For
+:class:`Approval` is a *before* hook (:meth:`rolecast.control.hooks.Hooks.on_invoking`). For
 every invocation of the kinds it watches it asks — a callable you give (a UI, a
 policy, a test), or a person at the terminal (:meth:`Approval.stdin`) — and then
 
@@ -14,7 +14,7 @@ policy, a test), or a person at the terminal (:meth:`Approval.stdin`) — and th
 
 ::
 
-    from rolecast.approval import Approval, approve, edit, reject
+    from rolecast.control.approval import Approval, approve, edit, reject
 
     Approval.stdin().install(team.context.hooks)          # ask at the terminal
     Approval.deferred().install(team.context.hooks)       # pause the run; answer later: rolecast runs approve
@@ -32,9 +32,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from .errors import ApprovalPending, InvocationCancelled, UsageError
+from ..accounting.metering import current_meter
+from ..errors import ApprovalPending, InvocationCancelled, UsageError
 from .hooks import Hooks, Invocation
-from .metering import current_meter
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .settings import LLMSettings
 
 _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 
-from .errors import BudgetExceeded
+from ..errors import BudgetExceeded
 
 # US dollars per one million tokens: (input, output). Prefix-matched, longest first,
 # so dated snapshots ("gpt-4o-mini-2024-07-18") find their family's price.

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .errors import InvocationCancelled
+from ..errors import InvocationCancelled
 
 
 @dataclass

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from .errors import OutputParseError
+from ..errors import OutputParseError
 
 #: the longest text a JSON parser of model output accepts (a few hundred thousand tokens)
 MAX_JSON_CHARS = 1_000_000

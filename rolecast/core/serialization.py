@@ -8,7 +8,7 @@ MetaGPT's, so files written by either read in both.
 
 Reading never imports a module because a file names it: a dump whose
 ``__module_class_name`` names a *loaded* subclass of the class asked for comes back as
-that subclass (:func:`rolecast.classes.loaded_subclass`); any other path is a
+that subclass (:func:`rolecast.core.classes.loaded_subclass`); any other path is a
 :class:`~rolecast.errors.UsageError`.
 """
 
@@ -29,8 +29,8 @@ from pydantic import (
 from pydantic_core import to_jsonable_python
 from typing_extensions import Self
 
+from ..errors import DataError
 from .classes import class_path, loaded_subclass
-from .errors import DataError
 from .jsonutil import MAX_JSON_DEPTH, check_depth
 
 #: the key under which a dump names the class it came from (MetaGPT's; rolecast's older dumps said ``class_path``)

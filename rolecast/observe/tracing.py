@@ -3,7 +3,7 @@
 :func:`instrument` makes one trace per run, exported wherever your OpenTelemetry SDK
 points (OTLP, the console, Jaeger …)::
 
-    from rolecast.tracing import instrument
+    from rolecast.observe.tracing import instrument
     instrument(team)                 # the global tracer provider, or tracer_provider=...
     await team.run(n_round=5)
 
@@ -15,12 +15,12 @@ The span tree follows the run::
             └── action <name>         every Action.run, nested actions included
                 ├── chat <model>      one model call: the GenAI semantic conventions
                 │                     (gen_ai.request.model, gen_ai.usage.input_tokens /
-                │                     output_tokens), rolecast.cost, latency
+                │                     output_tokens), rolecast.accounting.cost, latency
                 └── execute_tool <name>   a tool or kernel function call
 
 Runs, rounds, turns, messages and model calls come from the run's event stream
 (:class:`~rolecast.runs.log.RunLog`); actions and tool calls from the context's
-invocation hooks (:mod:`rolecast.hooks`), which see them start and end. A model call
+invocation hooks (:mod:`rolecast.control.hooks`), which see them start and end. A model call
 is reported when it has finished, so its span is drawn from its recorded latency.
 """
 
@@ -32,11 +32,11 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from .context import current_scope
-from .errors import ConfigError
-from .hooks import Hooks, Invocation
-from .runs.events import STATE_INVALID
-from .runs.store import (
+from ..context import current_scope
+from ..control.hooks import Hooks, Invocation
+from ..errors import ConfigError
+from ..runs.events import STATE_INVALID
+from ..runs.store import (
     LLM_CALL,
     MESSAGE,
     ROUND_FINISHED,
@@ -52,7 +52,7 @@ from .runs.store import (
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from .runs.log import RunLog
+    from ..runs.log import RunLog
 
 TRACER_NAME = "rolecast"
 _MAX_ATTR = 4000  # long prompts and answers are cut in attributes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def reject_unknown_keywords(owner: str, given: Iterable[str], accepted: Iterable[str]) -> None:

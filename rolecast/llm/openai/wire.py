@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from ..errors import LLMAPIError, LLMEmptyAnswerError, LLMResponseError
-from .base import Usage
+from ...errors import LLMAPIError, LLMEmptyAnswerError, LLMResponseError
+from ..base import Usage
 
 __all__ = [
     "MAX_BODY_BYTES", "MAX_BODY_DEPTH", "StreamState", "check_response", "load_body", "read_model", "retry_after",
