@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -77,8 +78,14 @@ class Write(Action):
         return "The answer is 12."
 
 
-async def test_plan_and_act_on_the_embedded_model_gets_a_valid_plan_on_the_first_try():
-    llm = LocalLLM()
+async def test_plan_and_act_on_the_embedded_model_gets_a_valid_plan_on_the_first_try(tmp_path: Path):
+    # An engine of its own (a copy of the file is a new engine): on the engine the earlier
+    # integration tests had used, in a full run, the schema-constrained plan came back as invalid
+    # JSON (twice on 2026-11-25; alone it passes). An open finding about the shared engine's
+    # state, kept apart from what this test checks: the plan is valid by construction.
+    copy = tmp_path / "model.gguf"
+    shutil.copyfile(LocalLLM().model_path, copy)
+    llm = LocalLLM(copy)
     role = Role(name="Ana", profile="Analyst", goal="add numbers", llm=llm,
                 actions=[Gather(), Sum(), Write()], react_mode="plan_and_act")
     team = Team(llm=llm, roles=[role])
