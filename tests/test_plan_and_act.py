@@ -185,6 +185,52 @@ def test_dag_schema_compiles_to_a_llama_cpp_grammar() -> None:
     assert grammar is not None and "r1-3" in grammar
 
 
+def test_schema_grammar_keeps_property_order_and_writes_compact_json() -> None:
+    pytest.importorskip("xllamacpp")
+    from rolecast.llm.local.provider import schema_grammar
+
+    grammar = schema_grammar({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}},
+                              "required": ["b", "a"]})
+    assert grammar is not None
+    # the model writes "b" before "a", as the schema (and the prompt's example) orders them
+    assert grammar.index('"b"') < grammar.index('"a"')
+    assert '"whitespace_flexible":false' in grammar and '"item_separator":", "' in grammar
+
+
+def test_the_plan_token_budget_holds_the_longest_plan_the_dag_schema_admits() -> None:
+    from actions.plan_and_act.write import MAX_INSTRUCTION, _plan_output_model, plan_token_bound
+
+    names = ["LoadData", "Analyse", "WriteReport"]
+    longest = {"tasks": [
+        {"task_id": str(k), "dependent_task_ids": [str(i) for i in range(1, k)],
+         "instruction": "€" * MAX_INSTRUCTION, "action": "WriteReport"}
+        for k in range(1, 9)
+    ]}
+    model = _plan_output_model(names, 8, dag=True)
+    model.model_validate(longest)  # admitted by the schema's bounds
+    compact = json.dumps(longest, ensure_ascii=False).encode()
+    # a token is at least one byte: a budget of the longest answer's bytes never cuts a plan short
+    assert len(compact) <= plan_token_bound(names, 8)
+    # and with finished tasks to depend on (a re-plan), the bound grows with them
+    assert plan_token_bound(names, 8, ["1", "2", "3"]) > plan_token_bound(names, 8)
+
+
+async def test_write_plan_asks_for_the_whole_bound_only_under_a_grammar() -> None:
+    from actions.plan_and_act import WritePlan
+    from actions.plan_and_act.write import WRITE_PLAN_SETTINGS, plan_token_bound
+
+    role, _ = analyst(ScriptedLLM([THREE]))
+    free, constrained = ScriptedLLM([THREE]), ScriptedLLM([THREE])
+    constrained.grammar_constrained = True
+    for llm in (free, constrained):
+        writer = WritePlan()
+        writer.llm = llm
+        await writer.run(GOAL, role.actions)
+    names = [a.name for a in role.actions]
+    assert free.calls[0].settings.max_tokens == WRITE_PLAN_SETTINGS.max_tokens
+    assert constrained.calls[0].settings.max_tokens == plan_token_bound(names, 8)
+
+
 # --------------------------------------------------------------- re-planning
 async def test_a_failing_task_triggers_a_replan_and_finished_tasks_are_kept() -> None:
     replan = plan_json(("2", ["1"], "compute totals again", "Analyse"), ("3", ["2"], "write it", "WriteReport"))

@@ -57,7 +57,32 @@ Plan only the remaining work (one to {max_tasks} tasks)."""
 # may fill its whole token budget with one instruction and leave the JSON unfinished.
 MAX_TASK_ID = 12
 MAX_INSTRUCTION = 160
+#: bytes of UTF-8 per character at most: a token is at least one byte, so a token budget of the
+#: longest answer's bytes can never cut a grammar-bounded plan short
+UTF8_MAX = 4
+#: without a grammar the plan's length is the model's choice
 WRITE_PLAN_SETTINGS = LLMSettings(max_tokens=1024)
+
+
+def plan_token_bound(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[str] = ()) -> int:
+    """Tokens enough for the longest plan :func:`dag_schema` admits, written as compact JSON.
+
+    The longest plan has ``max_tasks`` tasks, each depending on every task before it, with
+    an instruction of ``MAX_INSTRUCTION`` four-byte characters and the longest action name.
+    (An instruction written with ``\\uXXXX`` escapes could be longer; no model here writes them.)
+    """
+    longest_action = max((len(n.encode()) for n in action_names), default=MAX_TASK_ID * UTF8_MAX)
+    schema = dag_schema(["x" * longest_action], max_tasks, done_ids)["$defs"]
+    tasks = []
+    for k in range(1, max_tasks + 1):
+        shape = schema[f"Task{k}"]["properties"]
+        tasks.append({
+            "task_id": shape["task_id"]["const"],
+            "dependent_task_ids": shape["dependent_task_ids"].get("items", {}).get("enum", []),
+            "instruction": "x" * (MAX_INSTRUCTION * UTF8_MAX),
+            "action": "x" * longest_action,
+        })
+    return len(json.dumps({"tasks": tasks}).encode())
 
 
 def _plan_output_model(
@@ -186,6 +211,10 @@ class WritePlan(Action):
         dag = self.dag_schema if self.dag_schema is not None else llm.grammar_constrained
         done_ids = [t.task_id for t in done]
         output_model = _plan_output_model(names, self.max_tasks, dag, done_ids)
+        # under the DAG grammar the longest plan is known, and the budget holds it whole
+        budget = WRITE_PLAN_SETTINGS
+        if dag:
+            budget = LLMSettings(max_tokens=plan_token_bound(names, self.max_tasks, done_ids))
 
         def check(value: BaseModel) -> None:
             plan = _to_plan(goal, value)
@@ -202,7 +231,7 @@ class WritePlan(Action):
                 [self.prefix] if self.prefix else None,
                 retries=self.retries,
                 validate=check,
-                settings=WRITE_PLAN_SETTINGS.merged(self.settings),
+                settings=budget.merged(self.settings),
             )
         except OutputParseError as exc:
             raise PlanError(f"no valid plan for {goal!r}: {exc}", raw=exc.raw, errors=exc.errors or [str(exc)]) from exc
