@@ -7,8 +7,10 @@ in the tests marked ``integration`` (the embedded model, a real llama.cpp server
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from servers import OPEN_CLIENTS, FakeOpenAIServer
 
 from rolecast.llm.base import ALLOW_MODEL_REQUESTS_ENV
 
@@ -25,6 +27,24 @@ def _model_requests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 @pytest.fixture(autouse=True)
 def _run_store_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROLECAST_STORE", str(tmp_path_factory.getbasetemp() / "runs.db"))
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A fake OpenAI-compatible server on 127.0.0.1 (``tests/servers.py``), stopped after the test."""
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+async def _close_fast_clients() -> AsyncIterator[None]:
+    """Close the clients ``servers.fast_openai_client`` made during the test."""
+    yield
+    while OPEN_CLIENTS:
+        await OPEN_CLIENTS.pop().aclose()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

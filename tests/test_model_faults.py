@@ -12,14 +12,12 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import FakeOpenAIServer, Reply, completion_body
+from servers import FakeOpenAIServer, Reply, completion_body, fast_openai_client
 
 from actions import Action
 from environment import Team
@@ -57,76 +55,51 @@ BAD_BODIES = {
 pytestmark = pytest.mark.allow_model_requests
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    srv = FakeOpenAIServer().start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-_OPEN: list[OpenAILLM] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_clients() -> AsyncIterator[None]:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
-
-
-def make_llm(url: str, **kwargs: Any) -> OpenAILLM:
-    params: dict[str, Any] = {
-        "base_url": url, "timeout": 5.0, "max_retries": 2,
-        "retry_initial": 0.01, "retry_max": 0.02, "retry_jitter": 0.0,
-    }  # fmt: skip
-    params.update(kwargs)
-    llm = OpenAILLM("gpt-4o-mini", **params)
-    _OPEN.append(llm)
-    return llm
+make_llm = fast_openai_client
 
 
 # ------------------------------------------------------------------ bad bodies
 @pytest.mark.parametrize("reply", list(BAD_BODIES.values()), ids=list(BAD_BODIES))
 async def test_an_unusable_body_is_a_typed_error_after_retries_each_attempt_metered(
-    server: FakeOpenAIServer, reply: Reply
+    fake_openai: FakeOpenAIServer, reply: Reply
 ) -> None:
-    server.handler = lambda request: reply
+    fake_openai.handler = lambda request: reply
     cm = CostManager()
     with metered(cm, "Ann"), pytest.raises(LLMResponseError):
-        await make_llm(server.url).ask("hi")
-    assert len(server.requests) == 3  # transient: retried, then raised
+        await make_llm(fake_openai.url).ask("hi")
+    assert len(fake_openai.requests) == 3  # transient: retried, then raised
     assert cm.total.failed == 3 and cm.total.calls == 0  # every attempt counted
 
 
 @pytest.mark.parametrize("reply", list(BAD_BODIES.values()), ids=list(BAD_BODIES))
-async def test_an_unusable_body_to_a_stream_request_is_a_typed_error(server: FakeOpenAIServer, reply: Reply) -> None:
-    server.handler = lambda request: reply
+async def test_an_unusable_body_to_a_stream_request_is_a_typed_error(
+    fake_openai: FakeOpenAIServer, reply: Reply,
+) -> None:
+    fake_openai.handler = lambda request: reply
     with pytest.raises(LLMResponseError):
-        async for _ in make_llm(server.url).stream("hi"):
+        async for _ in make_llm(fake_openai.url).stream("hi"):
             pass
 
 
-async def test_a_null_answer_is_an_empty_answer_error_and_is_retried(server: FakeOpenAIServer) -> None:
-    server.push(Reply(text=None), Reply(text="Hello"))
+async def test_a_null_answer_is_an_empty_answer_error_and_is_retried(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(text=None), Reply(text="Hello"))
     cm = CostManager()
     with metered(cm):
-        assert await make_llm(server.url).ask("hi") == "Hello"
+        assert await make_llm(fake_openai.url).ask("hi") == "Hello"
     assert cm.total.failed == 1 and cm.total.calls == 1
-    server.handler = lambda request: Reply(text=None)
+    fake_openai.handler = lambda request: Reply(text=None)
     with pytest.raises(LLMEmptyAnswerError):
-        await make_llm(server.url).ask("hi")
+        await make_llm(fake_openai.url).ask("hi")
 
 
-async def test_a_null_answer_does_not_let_a_team_finish_with_empty_messages(server: FakeOpenAIServer) -> None:
-    server.handler = lambda request: Reply(text=None)
+async def test_a_null_answer_does_not_let_a_team_finish_with_empty_messages(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.handler = lambda request: Reply(text=None)
 
     class Say(Action):
         async def run(self, history: list[Message]) -> str:  # type: ignore[override]
             return await self._aask("say something")
 
-    team = Team(llm=make_llm(server.url, max_retries=0), roles=[Role(name="Bob", actions=[Say()])], store=None)
+    team = Team(llm=make_llm(fake_openai.url, max_retries=0), roles=[Role(name="Bob", actions=[Say()])], store=None)
     with pytest.raises(RolecastError) as info:
         await team.run(n_round=1, idea="go")
     assert isinstance(info.value, LLMEmptyAnswerError) or isinstance(info.value.__cause__, LLMEmptyAnswerError)
@@ -134,12 +107,12 @@ async def test_a_null_answer_does_not_let_a_team_finish_with_empty_messages(serv
 
 
 # ------------------------------------------------------------------ streams
-async def test_a_stream_cut_before_it_ends_is_incomplete_never_a_short_answer(server: FakeOpenAIServer) -> None:
-    server.push(Reply(text="Hello world", chunks=["Hello", " wor"], cut=True))
+async def test_a_stream_cut_before_it_ends_is_incomplete_never_a_short_answer(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(text="Hello world", chunks=["Hello", " wor"], cut=True))
     got: list[str] = []
     cm = CostManager()
     with metered(cm), pytest.raises(LLMIncompleteError) as info:
-        async for piece in make_llm(server.url).stream("hi"):
+        async for piece in make_llm(fake_openai.url).stream("hi"):
             got.append(piece)
     assert info.value.partial == "Hello wor" == "".join(got)
     assert cm.total.failed == 1 and cm.total.completion_tokens > 0  # the partial answer was paid for
@@ -156,34 +129,34 @@ async def test_a_stream_cut_before_it_ends_is_incomplete_never_a_short_answer(se
     ],
     ids=["not-json", "not-sse", "choices-not-a-list", "bad-usage", "error-event"],
 )
-async def test_garbled_server_sent_events_are_typed_errors(server: FakeOpenAIServer, lines: list[bytes]) -> None:
-    server.push(Reply(sse_lines=lines))
+async def test_garbled_server_sent_events_are_typed_errors(fake_openai: FakeOpenAIServer, lines: list[bytes]) -> None:
+    fake_openai.push(Reply(sse_lines=lines))
     with pytest.raises(LLMError):
-        async for _ in make_llm(server.url).stream("hi"):
+        async for _ in make_llm(fake_openai.url).stream("hi"):
             pass
 
 
-async def test_a_stream_of_nothing_is_an_error_not_an_empty_answer(server: FakeOpenAIServer) -> None:
-    server.push(Reply(sse_lines=[b"data: [DONE]", b""]))
+async def test_a_stream_of_nothing_is_an_error_not_an_empty_answer(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(sse_lines=[b"data: [DONE]", b""]))
     with pytest.raises(LLMEmptyAnswerError):
-        async for _ in make_llm(server.url).stream("hi"):
+        async for _ in make_llm(fake_openai.url).stream("hi"):
             pass
 
 
 # ------------------------------------------------------------------ deadlines
-async def test_a_trickling_server_cannot_stretch_a_call_past_its_timeout(server: FakeOpenAIServer) -> None:
-    server.push(Reply(trickle=0.05))  # ~300 bytes: about 15 s, every read well within its timeout
+async def test_a_trickling_server_cannot_stretch_a_call_past_its_timeout(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(trickle=0.05))  # ~300 bytes: about 15 s, every read well within its timeout
     began = time.monotonic()
     with pytest.raises(LLMTimeoutError):
-        await make_llm(server.url, timeout=1.0, max_retries=0).ask("hi")
+        await make_llm(fake_openai.url, timeout=1.0, max_retries=0).ask("hi")
     assert time.monotonic() - began < 4  # 24.5 s before the fix, with a 2 s timeout
 
 
-async def test_a_trickling_stream_cannot_stretch_a_call_past_its_timeout(server: FakeOpenAIServer) -> None:
-    server.push(Reply(chunks=["a"] * 100, trickle=0.05))
+async def test_a_trickling_stream_cannot_stretch_a_call_past_its_timeout(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(chunks=["a"] * 100, trickle=0.05))
     began = time.monotonic()
     with pytest.raises(LLMTimeoutError):
-        async for _ in make_llm(server.url, timeout=1.0, max_retries=0).stream("hi"):
+        async for _ in make_llm(fake_openai.url, timeout=1.0, max_retries=0).stream("hi"):
             pass
     assert time.monotonic() - began < 4
 
@@ -235,27 +208,27 @@ async def test_a_timeout_inside_a_round_is_not_the_rounds_deadline() -> None:
 
 
 # ------------------------------------------------------------------ retries
-async def test_retry_after_is_honoured(server: FakeOpenAIServer) -> None:
-    server.push(Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "1"}), Reply())
-    assert await make_llm(server.url).ask("hi") == "Hello world"
-    gap = server.requests[1]["_t"] - server.requests[0]["_t"]
+async def test_retry_after_is_honoured(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "1"}), Reply())
+    assert await make_llm(fake_openai.url).ask("hi") == "Hello world"
+    gap = fake_openai.requests[1]["_t"] - fake_openai.requests[0]["_t"]
     assert 0.9 <= gap < 3
 
 
-async def test_retry_after_is_capped(server: FakeOpenAIServer) -> None:
+async def test_retry_after_is_capped(fake_openai: FakeOpenAIServer) -> None:
     too_long = Reply(status=429, body={"error": {"message": "x"}}, headers={"Retry-After": "3600"})
-    server.handler = lambda request: too_long
+    fake_openai.handler = lambda request: too_long
     began = time.monotonic()
     with pytest.raises(LLMRateLimitError):
-        await make_llm(server.url, retry_after_max=0.2).ask("hi")
+        await make_llm(fake_openai.url, retry_after_max=0.2).ask("hi")
     assert time.monotonic() - began < 3
 
 
-async def test_retried_attempts_are_each_metered_and_logged_as_failures(server: FakeOpenAIServer) -> None:
-    server.push(Reply(status=500, body={"error": {"message": "boom"}}), Reply(status=503, body={}), Reply())
+async def test_retried_attempts_are_each_metered_and_logged_as_failures(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.push(Reply(status=500, body={"error": {"message": "boom"}}), Reply(status=503, body={}), Reply())
     cm = CostManager()
     with metered(cm, "Ann"):
-        await make_llm(server.url).ask("hi")
+        await make_llm(fake_openai.url).ask("hi")
     assert (cm.total.calls, cm.total.failed, cm.by_role["Ann"].attempts) == (1, 2, 3)
     assert "(+2 failed)" in cm.summary()
 
@@ -353,9 +326,9 @@ async def test_a_model_that_keeps_within_max_tokens_is_then_called_concurrently(
     assert most == 10  # no budget wait once trusted
 
 
-async def test_every_call_has_a_finite_max_tokens(server: FakeOpenAIServer) -> None:
-    await make_llm(server.url).ask("hi")
-    assert server.requests[-1]["max_tokens"] == OpenAILLM.default_max_tokens
+async def test_every_call_has_a_finite_max_tokens(fake_openai: FakeOpenAIServer) -> None:
+    await make_llm(fake_openai.url).ask("hi")
+    assert fake_openai.requests[-1]["max_tokens"] == OpenAILLM.default_max_tokens
     llm = ScriptedLLM(["a", "0"])
     await llm.ask("x")
     await llm.choose("pick", 2)
