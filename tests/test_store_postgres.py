@@ -161,3 +161,43 @@ def test_full_requests_keep_each_text_once_and_deleting_runs_drops_orphans_on_po
         assert store._query("SELECT COUNT(*) FROM rolecast_texts", [])[0][0] == before
     finally:
         store.close()
+
+
+def test_readers_open_postgresql_read_only_so_a_select_only_user_can_list_and_show_runs(pg, capsys):
+    import psycopg
+
+    from rolecast.cli import main
+    from rolecast.errors import StoreError
+    from rolecast.runs import open_store
+
+    writer = PostgresRunStore(pg.dsn)
+    writer.append(RunEvent("for-readers", RUN_STARTED, {"team": "T", "idea": "read me, change nothing"}))
+    writer.close()
+    with psycopg.connect(pg.dsn, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS analyst")
+        admin.execute("CREATE ROLE analyst LOGIN")
+        admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO analyst")
+        admin.execute("UPDATE rolecast_meta SET value = '2' WHERE key = 'format'")  # a store an older version wrote
+        admin.execute("DROP DATABASE IF EXISTS no_runs_here")
+        admin.execute("CREATE DATABASE no_runs_here")
+    analyst = pg.dsn.replace(f"//{pg.user}@", "//analyst@")
+    assert analyst != pg.dsn
+
+    assert main(["runs", "list", "--store", analyst]) == 0  # (a writer's open needs CREATE and UPDATE rights)
+    assert "read me, change nothing" in capsys.readouterr().out
+    assert main(["runs", "show", "for-readers", "--store", analyst]) == 0
+
+    reader = open_store(pg.dsn, read_only=True)  # even as a user who may write, a reader writes nothing
+    assert isinstance(reader, PostgresRunStore) and reader.format == 2
+    with pytest.raises(StoreError, match="read-only"):
+        reader.append(RunEvent("for-readers", MESSAGE, {"message": {}}))
+    reader.close()
+    with psycopg.connect(pg.dsn) as admin:
+        assert admin.execute("SELECT value FROM rolecast_meta WHERE key = 'format'").fetchone() == ("2",)
+        assert admin.execute("SELECT COUNT(*) FROM rolecast_events WHERE run_id = 'for-readers'").fetchone() == (1,)
+
+    empty = pg.dsn.rsplit("/", 1)[0] + "/no_runs_here"
+    with pytest.raises(ConfigError, match="no run store in the PostgreSQL database"):
+        open_store(empty, read_only=True)
+    with psycopg.connect(empty) as conn:  # and the reader created nothing there
+        assert conn.execute("SELECT to_regclass('rolecast_events')").fetchone() == (None,)

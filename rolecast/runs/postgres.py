@@ -78,7 +78,7 @@ RETURNING seq
 class PostgresRunStore(RunStore):
     """A run store in a PostgreSQL database (``dsn``: ``postgresql://user@host:port/db`` or key=value)."""
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0):
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0, read_only: bool = False):
         try:
             import psycopg
         except ImportError as exc:
@@ -86,10 +86,21 @@ class PostgresRunStore(RunStore):
                 'the PostgreSQL run store needs psycopg 3: pip install "rolecast[postgres]"'
             ) from exc
         self.dsn = dsn
+        self.read_only = read_only
         self._psycopg = psycopg
         self._lock = threading.Lock()
         try:
-            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=int(max(1, connect_timeout)))
+            # a reader's session is read-only on the server's side: a write fails there, whatever the code
+            # path, and a database user with SELECT rights alone can list and show runs
+            options = "-c default_transaction_read_only=on" if read_only else ""
+            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=int(max(1, connect_timeout)),
+                                       options=options)
+            if read_only:
+                if self._db.execute("SELECT to_regclass('rolecast_events')").fetchone() in (None, (None,)):
+                    raise ConfigError(f"no run store in the PostgreSQL database {self._safe_dsn()} "
+                                      "(run a team with this store first)")
+                self.format = self._check_format(mark=False)
+                return
             with self._db.transaction():
                 # creating the table from several workers at once must not race
                 self._db.execute("SELECT pg_advisory_xact_lock(7460157)")
@@ -98,8 +109,8 @@ class PostgresRunStore(RunStore):
         except psycopg.Error as exc:
             raise ConfigError(f"cannot open the PostgreSQL run store {self._safe_dsn()}: {exc}") from exc
 
-    def _check_format(self) -> int:
-        """The payload format the database held (``rolecast_meta``), then marked as this version's."""
+    def _check_format(self, *, mark: bool = True) -> int:
+        """The payload format the database held (``rolecast_meta``), then (``mark``) marked as this version's."""
         row = self._db.execute("SELECT value FROM rolecast_meta WHERE key = 'format'").fetchone()
         if row is None:
             has_events = self._db.execute("SELECT 1 FROM rolecast_events LIMIT 1").fetchone() is not None
@@ -109,6 +120,8 @@ class PostgresRunStore(RunStore):
         if found > FORMAT_VERSION:
             raise ConfigError(f"the PostgreSQL run store {self._safe_dsn()} holds payload format {found}; this "
                               f"version of rolecast reads formats 1 to {FORMAT_VERSION}: upgrade rolecast")
+        if not mark:
+            return found
         self._db.execute("INSERT INTO rolecast_meta (key, value) VALUES ('format', %s) "
                          "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(FORMAT_VERSION),))
         return found
@@ -123,10 +136,10 @@ class PostgresRunStore(RunStore):
         return " ".join(p for p in text.split() if not p.startswith("password="))
 
     def __repr__(self) -> str:
-        return f"PostgresRunStore({self._safe_dsn()!r})"
+        return f"PostgresRunStore({self._safe_dsn()!r}{', read_only=True' if self.read_only else ''})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (PostgresRunStore, (self.dsn,))
+        return (_reopen, (self.dsn, self.read_only))
 
     def append(self, event: RunEvent) -> RunEvent:
         self.extend((event,))
@@ -135,6 +148,7 @@ class PostgresRunStore(RunStore):
     def extend(self, events: Sequence[RunEvent]) -> None:
         if not events:
             return
+        self._refuse_if_read_only()
         rows = [
             {"run_id": e.run_id, "ts": e.ts, "kind": e.kind, "round": e.round, "role": e.role,
              "data": e.text}
@@ -161,6 +175,7 @@ class PostgresRunStore(RunStore):
 
     # ------------------------------------------------------------------ leases
     def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
+        self._refuse_if_read_only()
         with self._lock:
             try:
                 with self._db.transaction():
@@ -227,7 +242,12 @@ class PostgresRunStore(RunStore):
                            "pg_total_relation_size('rolecast_texts')", [])
         return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only:
+            raise StoreError(f"the run store {self._safe_dsn()} was opened read-only: nothing can be written to it")
+
     def _query_write(self, sql: str, params: Iterable[Any]) -> int:
+        self._refuse_if_read_only()
         with self._lock:
             try:
                 return int(self._db.execute(sql, list(params)).rowcount or 0)
@@ -262,6 +282,11 @@ class PostgresRunStore(RunStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _reopen(dsn: str, read_only: bool) -> PostgresRunStore:
+    """A store travels (pickle, Ray) as its address: the receiver connects anew."""
+    return PostgresRunStore(dsn, read_only=read_only)
 
 
 __all__ = ["PostgresRunStore"]

@@ -646,9 +646,10 @@ def open_store(
 
     ``store`` is a store (returned as it is), None (no store), a ``postgresql://`` (or ``postgres://``)
     URL, a ``sqlite:///path`` URL or a plain path to a SQLite file, or what :meth:`RunStore.shared`
-    gave. ``read_only``: for a reader (``rolecast runs list``): a SQLite file that does not exist is a
+    gave. ``read_only``: for a reader (``rolecast runs list``): a store that does not exist is a
     :class:`~rolecast.errors.ConfigError` instead of a new, empty store, and one that does is opened
-    read-only (it reads on read-only media; a write is a :class:`~rolecast.errors.StoreError`).
+    read-only (a SQLite file on read-only media, a PostgreSQL user allowed only to SELECT); a write is a
+    :class:`~rolecast.errors.StoreError`.
     """
     if store is None or isinstance(store, RunStore):
         return store
@@ -660,7 +661,7 @@ def open_store(
         raise ConfigError(f"store must be a path, a postgresql:// URL, a RunStore or None, not {type(store).__name__}")
     text = store.strip()
     if text.startswith(POSTGRES_SCHEMES):
-        return PostgresRunStore(text)
+        return PostgresRunStore(text, read_only=read_only)
     if text.startswith("sqlite://"):
         text = text[len("sqlite://"):]
         if text.startswith("/") and not text.startswith("//"):
