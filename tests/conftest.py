@@ -39,9 +39,13 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
         server.stop()
 
 
-@pytest.fixture(autouse=True)
-async def _close_fast_clients() -> AsyncIterator[None]:
-    """Close the clients ``servers.fast_openai_client`` made during the test."""
+@pytest.fixture
+async def close_fast_clients() -> AsyncIterator[None]:
+    """Close the clients ``servers.fast_openai_client`` made during the test, on the test's loop.
+
+    Not autouse: an async fixture runs an event loop around every test, which Playwright's sync
+    API (tests/test_studio_browser.py) refuses. A module that makes clients uses it by name.
+    """
     yield
     while OPEN_CLIENTS:
         await OPEN_CLIENTS.pop().aclose()

@@ -23,6 +23,9 @@ from rolecast.llm.openai.provider import OpenAILLM
 NESTED_200KB = b"[" * 100_000 + b"]" * 100_000
 
 
+pytestmark = pytest.mark.usefixtures("close_fast_clients")
+
+
 def make_llm(url: str, **kwargs: Any) -> OpenAILLM:
     return fast_openai_client(url, **{"max_retries": 1, **kwargs})
 

@@ -52,7 +52,7 @@ BAD_BODIES = {
 
 
 # the tests here ask an OpenAI-compatible server each starts on 127.0.0.1
-pytestmark = pytest.mark.allow_model_requests
+pytestmark = [pytest.mark.allow_model_requests, pytest.mark.usefixtures("close_fast_clients")]
 
 
 make_llm = fast_openai_client
