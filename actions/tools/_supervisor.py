@@ -140,6 +140,12 @@ def make_cgroups(cfg: dict[str, Any]) -> list[str]:
             if controller == "memory":
                 with contextlib.suppress(OSError), open(os.path.join(path, "memory.memsw.limit_in_bytes"), "w") as f:
                     f.write(str(value))
+                # At the limit the kernel would kill one process of the tree and let the others go on,
+                # so a tree of forks could take turns past the cap (CI: 3 children of 30 MB each got
+                # their memory under a 64 MB cap, one after another). With the OOM killer off a process
+                # at the limit waits instead, and the supervisor stops the whole tree (memory_cgroup_full).
+                with contextlib.suppress(OSError), open(os.path.join(path, "memory.oom_control"), "w") as f:
+                    f.write("1")
             made.append(path)
         except OSError:
             os.rmdir(path)
@@ -151,6 +157,15 @@ def memory_cgroup_hit(paths: list[str]) -> bool:
     for path in paths:
         with contextlib.suppress(OSError, ValueError), open(os.path.join(path, "memory.failcnt")) as f:
             if int(f.read()) > 0:
+                return True
+    return False
+
+
+def memory_cgroup_full(paths: list[str]) -> bool:
+    """Whether a process of the tree waits at the memory cgroup's limit (``under_oom``, the OOM killer off)."""
+    for path in paths:
+        with contextlib.suppress(OSError), open(os.path.join(path, "memory.oom_control")) as f:
+            if "under_oom 1" in f.read():
                 return True
     return False
 
@@ -361,6 +376,8 @@ def over_a_cap(cfg: dict[str, Any], status: dict[str, Any]) -> str | None:
     if cfg["max_processes"] is not None and "pids" not in status["cgroups"] and len(tree) > cfg["max_processes"]:
         return f"more than {cfg['max_processes']} processes"
     memory = cfg["memory"]
+    if memory is not None and memory_cgroup_full(status["cgroup_paths"]):
+        return f"more than {memory // (1024 * 1024)} MB of memory in all"
     if memory is not None and "memory" not in status["cgroups"]:
         if memory_bytes(tree) > memory and proportional_bytes(tree) > memory:
             return f"more than {memory // (1024 * 1024)} MB of memory in all"
@@ -405,6 +422,7 @@ def supervise(cfg: dict[str, Any]) -> dict[str, Any]:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     cgroups = make_cgroups(cfg)
     status["cgroups"] = [os.path.basename(os.path.dirname(p)) for p in cgroups]
+    status["cgroup_paths"] = cgroups
     try:
         child, captures = start(cfg, cgroups)
     except OSError as exc:
