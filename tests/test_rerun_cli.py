@@ -305,7 +305,7 @@ def test_a_team_takes_the_variables_only_when_it_is_the_parents_kind_and_nothing
 
     rerun_env()
     monkeypatch.setenv(RUN_ID_VARIABLE, "../p3")
-    with pytest.raises(UsageError, match="is not a run id"):
+    with pytest.raises(UsageError, match=r"\$ROLECAST_RUN_ID: .* is not a run id"):
         module.build(store=db)
 
 

@@ -89,9 +89,14 @@ def claim(team: str, store: Any) -> tuple[str, str] | None:
     parent = os.environ.get(REUSE_VARIABLE, "").strip()
     if not parent or store is None:
         return None
-    check_run_id(parent)
     new = os.environ.get(RUN_ID_VARIABLE, "").strip()
-    new = check_run_id(new) if new else new_run_id()
+    for name, value in ((REUSE_VARIABLE, parent), (RUN_ID_VARIABLE, new)):
+        if value:
+            try:
+                check_run_id(value)
+            except UsageError as exc:
+                raise UsageError(f"${name}: {exc}") from None
+    new = new or new_run_id()
     given = isinstance(store, RunStore)
     try:
         opened = store if given else open_store(store, read_only=True)
