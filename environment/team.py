@@ -27,12 +27,15 @@ from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
 from rolecast.runs.log import Durability, RunLog, check_durability, new_run_id
+from rolecast.runs.rerun import claim as claim_rerun
+from rolecast.runs.rerun import started_command
 from rolecast.runs.store import (
     CHECKPOINT,
     DEFAULT_STORE_PATH,
     RUN_STARTED,
     RUN_STOPPED,
     RunEvent,
+    configured_store,
     default_store,
     open_store,
 )
@@ -161,6 +164,9 @@ class Team(Model):
     changed: a call whose role, action and request match one of ``PARENT``'s is answered from
     its log, free. ``fork=PARENT, at=ROUND`` starts the run as a copy of ``PARENT``'s rounds
     1 … ROUND (answered from the log), then goes live (see :mod:`rolecast.runs.lineage`).
+    ``rolecast runs rerun PARENT`` runs the script again as such a rerun: the first team of
+    ``PARENT``'s class built with none of ``run_id``, ``reuse`` and ``fork`` takes
+    ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
@@ -217,6 +223,11 @@ class Team(Model):
             raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
         if (fork is None) != (at is None):
             raise UsageError("Team(fork=RUN, at=ROUND): a fork needs both the run and the round")
+        if reuse is None and fork is None and run_id in (None, "") and store is not None:
+            # under `rolecast runs rerun` ($ROLECAST_REUSE): the first team like the parent's reruns it
+            claimed = claim_rerun(type(self).__name__, configured_store() if store is DEFAULT else store)
+            if claimed is not None:
+                reuse, run_id = claimed
         if store is None and (fork is not None or reuse is not None):
             raise UsageError("a fork or a rerun that reuses a run reads that run from a store: give Team(store=...)")
         if "investment" in data:
@@ -545,6 +556,9 @@ class Team(Model):
         lineage = self.run_log.lineage
         if lineage is not None:
             described["lineage"] = lineage
+        command = started_command()  # (what `rolecast runs rerun` runs again)
+        if command is not None:
+            described["command"] = command
         return described
 
     def run_sync(

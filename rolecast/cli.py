@@ -9,7 +9,7 @@
     rolecast runs show RUN        a run's timeline: rounds, messages, model calls, failures
     rolecast runs graph RUN       who said what to whom (--format mermaid|dot)
     rolecast runs export RUN      the run's events as JSON lines
-    rolecast runs fork|approve|reject|edit|delete|prune …   see rolecast.runs.commands
+    rolecast runs fork|rerun|approve|reject|edit|delete|prune …   see rolecast.runs.commands
     rolecast studio               a local web page over the run store (the studio extra)
 """
 
@@ -122,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("n", type=int)
     runs_commands.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
+    argv, command_line = runs_commands.split_command(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
+    if command_line is not None:  # (rolecast runs rerun RUN -- CMD ARGS…)
+        args.command_line = command_line
 
     enable_logging("DEBUG" if args.verbose else "INFO")
     try:

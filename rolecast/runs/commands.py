@@ -7,6 +7,9 @@
     rolecast runs export RUN                  the run's events as JSON lines
     rolecast runs fork RUN --at ROUND [--run-id NEW]
                                               a new run whose rounds 1 … ROUND are RUN's
+    rolecast runs rerun RUN [--run-id NEW] [-- CMD ARGS…]
+                                              run RUN's script again (or CMD), reusing RUN's answers
+                                              to the calls that did not change (rolecast.runs.rerun)
     rolecast runs approvals RUN               the run's deferred approvals, answered or pending
     rolecast runs approve RUN [ID]            answer a deferred approval: run the call as asked
     rolecast runs reject RUN ID --why TEXT    … do not run it (the agent is told why)
@@ -32,10 +35,11 @@ from ..errors import UsageError
 from . import inspection
 from .approvals import approvals, decide
 from .lineage import fork_run
+from .rerun import rerun
 from .store import DEFAULT_STORE_PATH, open_store
 
 #: the commands that only read: they open the store read-only (a store on read-only media works)
-READERS = frozenset({"list", "show", "graph", "export", "approvals"})
+READERS = frozenset({"list", "show", "graph", "export", "approvals", "rerun"})  # (a rerun's child writes)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -47,6 +51,19 @@ def duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or "d"]
 
 
+def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``rolecast runs rerun RUN … -- CMD ARGS…``: the arguments before the first ``--`` and the
+    command after it (None when this is no rerun, or has no ``--``). argparse would take the
+    command's own options for the rerun's, and drops every ``--`` in it."""
+    if "--" not in argv:
+        return argv, None
+    cut = argv.index("--")
+    head = argv[:cut]
+    if "runs" not in head or "rerun" not in head[head.index("runs"):]:
+        return argv, None
+    return head, argv[cut + 1:]
+
+
 def add_parser(sub: Any) -> None:
     """The ``runs`` command and its subcommands, on ``rolecast``'s subparsers."""
     runs = sub.add_parser("runs", help="inspect, fork, answer and prune the runs in the run store")
@@ -54,6 +71,7 @@ def add_parser(sub: Any) -> None:
     helps = {
         "list": "list the runs", "show": "a run's timeline", "graph": "the message flow of a run",
         "export": "a run's events as JSON lines", "fork": "a new run whose first rounds are another's",
+        "rerun": "run a run's script again, paying only for the calls that changed",
         "approvals": "a run's deferred approvals", "approve": "approve a deferred call",
         "reject": "reject a deferred call", "edit": "run a deferred call with other arguments",
         "delete": "delete a run", "prune": "delete old runs and give the space back",
@@ -73,6 +91,12 @@ def add_parser(sub: Any) -> None:
         elif name == "fork":
             cmd.add_argument("--at", type=int, required=True, metavar="ROUND", help="the last round taken over")
             cmd.add_argument("--run-id", dest="new_run_id", help="the fork's run id (default: a fresh one)")
+        elif name == "rerun":
+            cmd.add_argument("--run-id", dest="new_run_id", help="the rerun's run id (default: a fresh one)")
+            # (what follows `--` on the command line: split off by split_command, argparse never sees it)
+            cmd.set_defaults(command_line=[])
+            cmd.epilog = ("-- CMD ARGS...: the command to run instead of the one RUN recorded (a run started "
+                          "from a notebook or pytest records none); a .py file runs under this Python")
         elif name == "approve":
             cmd.add_argument("approval_id", nargs="?", help="which approval (default: the only pending one)")
         elif name in ("reject", "edit"):
@@ -113,6 +137,15 @@ def run(args: argparse.Namespace) -> int:
             print(new)
             print(f"run {new} is a fork of {args.run_id} at round {args.at}: run your script with "
                   f"Team(run_id={new!r}) to go on from there", file=sys.stderr)
+        elif command == "rerun":
+            done = rerun(store, where, args.run_id, args.new_run_id, args.command_line)
+            if done.stopped is None:
+                print(f"rolecast: the command made no run {done.run_id}: no team in it took the rerun of "
+                      f"{args.run_id} (the first Team of the parent's class, built with no run_id, reuse or fork "
+                      f"and using the store {where}, takes it); exit status {done.status}", file=sys.stderr)
+                return done.status or 1
+            print(done.summary())
+            return done.status
         elif command == "approvals":
             print(_approvals_text(store, args.run_id))
         elif command in ("approve", "reject", "edit"):
@@ -166,4 +199,4 @@ def _approvals_text(store: Any, run_id: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["add_parser", "duration", "run"]
+__all__ = ["add_parser", "duration", "run", "split_command"]

@@ -7,7 +7,8 @@ by field, as a :class:`~typing.TypedDict` (LangGraph documents its ``Checkpoint`
 ==================  =====================================================================
 kind                payload
 ==================  =====================================================================
-run_started         :class:`RunStartedData` — team, roles, idea, budget; ``resumed``; lineage
+run_started         :class:`RunStartedData` — team, roles, idea, budget; ``resumed``; lineage;
+                    the ``command`` that started the process (:class:`CommandData`)
 round_started       :class:`RoundStartedData` — the roles the round starts (or the runtime)
 message             :class:`MessageData` — the published message's JSON
 llm_call            :class:`LLMCallData` — role's action, model, fingerprint, request summary,
@@ -99,6 +100,18 @@ class LineageData(TypedDict, total=False):
     at: int
 
 
+class CommandData(TypedDict, total=False):
+    """How the process that started (or resumed) a run was started, when it was a script: what
+    ``rolecast runs rerun`` runs again (see :mod:`rolecast.runs.rerun`)."""
+
+    #: ``sys.argv``: the script first (as given: relative to ``cwd``), then its arguments
+    argv: list[str]
+    #: the directory the process ran in
+    cwd: str
+    #: the module run with ``python -m`` (``argv[0]`` is then its file)
+    module: str
+
+
 class RunStartedData(TypedDict, total=False):
     team: str
     roles: list[RoleData]
@@ -110,6 +123,9 @@ class RunStartedData(TypedDict, total=False):
     lineage: LineageData
     #: the payload format of the process that started (or resumed) the run; 1 when absent
     format: int
+    #: the script that started this process (absent under pytest, in a notebook or at a prompt);
+    #: an optional field, added without a new format (older readers ignore it)
+    command: CommandData
 
 
 class RoundStartedData(TypedDict, total=False):
@@ -306,6 +322,21 @@ def lineage(event: RunEvent) -> LineageData:
     return cast(LineageData, payload(event))
 
 
+def command_argv(command: CommandData, python: str = "python") -> list[str]:
+    """The command line that runs ``command`` again: ``python -m MODULE ARGS`` for a module,
+    ``python SCRIPT.py ARGS`` for a Python file, else ``argv`` as it is (an executable script);
+    ``python`` is the interpreter to name (``rolecast runs rerun`` gives its own, ``sys.executable``)."""
+    argv = [str(a) for a in command.get("argv", [])]
+    if not argv:
+        return []
+    module = command.get("module")
+    if module:
+        return [python, "-m", module, *argv[1:]]
+    if argv[0].endswith(".py"):
+        return [python, *argv]
+    return argv
+
+
 class RunEvent:
     """One record of a run's log.
 
@@ -423,6 +454,7 @@ __all__ = [
     "ApprovalDecidedData",
     "ApprovalRequestedData",
     "CheckpointData",
+    "CommandData",
     "LLMCallData",
     "LineageData",
     "MessageData",
@@ -440,6 +472,7 @@ __all__ = [
     "TurnFinishedData",
     "TurnStartedData",
     "UsageData",
+    "command_argv",
     "encode_data",
     "lineage",
     "llm_call",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +34,7 @@ from .events import (
     STATE_INVALID,
     TURN_FAILED,
     RunEvent,
+    command_argv,
     payload,
     usage,
 )
@@ -48,11 +50,17 @@ def _short(text: str, limit: int = PREVIEW) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _events(store: RunStore, run_id: str) -> list[RunEvent]:
+def no_run(store: RunStore, run_id: str) -> UsageError:
+    """The error every ``rolecast runs`` command gives for a run the store does not hold."""
+    known = ", ".join(printable(r.run_id) for r in store.runs()[:5]) or "none"
+    return UsageError(f"no run {run_id!r} in the store (recent runs: {known})")
+
+
+def run_events(store: RunStore, run_id: str) -> list[RunEvent]:
+    """Every event of ``run_id``; a bad run id, or a run the store does not hold, a UsageError."""
     events = list(store.events(check_run_id(run_id)))
     if not events:
-        known = ", ".join(printable(r.run_id) for r in store.runs()[:5]) or "none"
-        raise UsageError(f"no run {run_id!r} in the store (recent runs: {known})")
+        raise no_run(store, run_id)
     return events
 
 
@@ -90,7 +98,12 @@ def _describe(event: RunEvent) -> str | None:
     if event.kind == RUN_STARTED:
         roles = ", ".join(f"{printable(r['name'])} ({printable(r.get('profile', ''))})" for r in d.get("roles", []))
         what = "resumed" if d.get("resumed") else "started"
-        return f"run {printable(event.run_id)} {what}: idea {_short(d.get('idea', ''))!r}; roles {roles}"
+        line = f"run {printable(event.run_id)} {what}: idea {_short(d.get('idea', ''))!r}; roles {roles}"
+        command = d.get("command")
+        if command and command.get("argv"):  # (what ``rolecast runs rerun`` runs again)
+            line += (f"\n  command: {printable(shlex.join(command_argv(command)))}"
+                     f"  (in {printable(str(command.get('cwd', '?')))})")
+        return line
     if event.kind == ROUND_STARTED:
         return f"round {event.round}"
     if event.kind == MESSAGE:
@@ -159,7 +172,7 @@ def show_run(store: RunStore, run_id: str, *, calls: bool = False) -> str:
     """A readable timeline: rounds, messages (who to whom, which action), model calls, failures; for a
     fork or a rerun, its origin first and, last, its model calls: live, reused, and the cost saved.
     ``calls``: each model call's full request under it (every message, the settings)."""
-    events = _events(store, run_id)
+    events = run_events(store, run_id)
     requests = iter(requests_of(store, [e for e in events if e.kind == LLM_CALL])) if calls else None
     lines = []
     for e in events:
@@ -252,7 +265,7 @@ def graph_run(store: RunStore, run_id: str, fmt: str = "mermaid") -> str:
     """
     if fmt not in ("mermaid", "dot"):
         raise UsageError(f"graph format must be 'mermaid' or 'dot', not {fmt!r}")
-    participants, edges = _flow(_events(store, run_id))
+    participants, edges = _flow(run_events(store, run_id))
     ids = {name: _graph_id(name, i) for i, name in enumerate(participants)}
     if fmt == "mermaid":
         lines = ["sequenceDiagram"] + [f"    participant {ids[p]} as {_mermaid_text(p)}" for p in participants]
@@ -283,7 +296,7 @@ def export_run(store: RunStore, run_id: str) -> Iterator[str]:
     many rounds to run: its ``run_started`` line gets ``n_round`` from the ``run_stopped`` that
     follows it (which records it), instead of ``null``.
     """
-    events = _events(store, run_id)
+    events = run_events(store, run_id)
     asked: dict[int, Any] = {}  # the index of a run_started -> the n_round its run_stopped records
     start = None
     for i, event in enumerate(events):
@@ -312,7 +325,7 @@ def export_run(store: RunStore, run_id: str) -> Iterator[str]:
 def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     """Totals of a run: messages, model calls, tokens and cost per role."""
     per_role: dict[str, dict[str, float]] = {}
-    for e in _events(store, run_id):
+    for e in run_events(store, run_id):
         if e.kind == LLM_CALL and not e.data.get("error"):
             tokens = usage(e)
             row = per_role.setdefault(e.role or NO_ROLE, {"calls": 0, "tokens": 0, "cost": 0.0})
@@ -322,4 +335,4 @@ def run_summary(store: RunStore, run_id: str) -> dict[str, Any]:
     return per_role
 
 
-__all__ = ["call_counts", "export_run", "graph_run", "list_runs", "run_summary", "show_run"]
+__all__ = ["call_counts", "export_run", "graph_run", "list_runs", "no_run", "run_events", "run_summary", "show_run"]

@@ -630,13 +630,19 @@ class MemoryRunStore(RunStore):
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def default_store() -> RunStore | None:
-    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, a ``postgresql://`` URL,
-    or ``none``/``off`` for no log), else ``./.rolecast/runs.db``."""
+def configured_store() -> str | Path | None:
+    """Where :func:`default_store` is: ``$ROLECAST_STORE`` (a path or a URL; None for ``none``/``off``),
+    else ``./.rolecast/runs.db``. Nothing is opened."""
     configured = os.environ.get("ROLECAST_STORE", "").strip()
     if configured.lower() in ("none", "off", "0", "false"):
         return None
-    return open_store(configured or DEFAULT_STORE_PATH)
+    return configured or DEFAULT_STORE_PATH
+
+
+def default_store() -> RunStore | None:
+    """The store a team uses when none is given: ``$ROLECAST_STORE`` (a path, a ``postgresql://`` URL,
+    or ``none``/``off`` for no log), else ``./.rolecast/runs.db``."""
+    return open_store(configured_store())
 
 
 def open_store(
@@ -694,6 +700,7 @@ __all__ = [
     "RunInfo",
     "RunStore",
     "SQLiteRunStore",
+    "configured_store",
     "default_store",
     "encode_data",
     "open_store",

@@ -1,0 +1,212 @@
+"""Edit a script, rerun it with one command: ``rolecast runs rerun RUN``.
+
+Three pieces, each small:
+
+* **A run remembers how it was started.** ``Team.run`` writes in its ``run_started`` event the
+  command of its process (:func:`started_command`: ``sys.argv`` and the working directory) when the
+  process is a script — not under pytest, in a notebook or at an interactive prompt, where running
+  ``argv`` again would not run the team again.
+* **The command runs it again** (:func:`rerun`): the parent's recorded command (or one given) as a
+  child process, in the recorded directory, with three environment variables: ``ROLECAST_REUSE``
+  (the parent), ``ROLECAST_RUN_ID`` (the new run) and ``ROLECAST_STORE`` (the store the parent is in).
+* **A team takes them, narrowly** (:func:`claim`): a ``Team`` built with none of ``reuse``, ``fork``
+  or ``run_id`` takes the variables when the parent's team (its ``run_started`` ``team``) is of its
+  own name, and removes ``ROLECAST_REUSE`` and ``ROLECAST_RUN_ID`` from ``os.environ`` so that no
+  second team of the script, nor a process it starts, takes them too. The team then runs as
+  ``Team(run_id=NEW, reuse=PARENT)``: a call the parent made (same role, action and request) is
+  answered from the parent's log; every other call goes live (see :mod:`rolecast.runs.lineage`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from loguru import logger
+
+from ..errors import ConfigError, UsageError
+from .base import RunStore
+from .events import LLM_CALL, RUN_STARTED, RUN_STOPPED, CommandData, RunStoppedData, command_argv, run_started
+from .ids import check_run_id
+from .inspection import call_counts, no_run
+from .lineage import Lineage, check_lineage
+from .log import new_run_id
+from .store import open_store
+
+#: the run a rerun reuses, the rerun's id, and the store both are in
+REUSE_VARIABLE = "ROLECAST_REUSE"
+RUN_ID_VARIABLE = "ROLECAST_RUN_ID"
+STORE_VARIABLE = "ROLECAST_STORE"
+
+#: programs that run other code (tests, notebooks, debuggers): ``argv`` names them, not the team's script
+_LAUNCHERS = frozenset({
+    "pytest", "py.test", "_pytest", "ipykernel_launcher", "ipykernel", "ipython", "IPython", "jupyter",
+    "pydevd", "debugpy", "pdb", "bdb",
+})
+
+
+def started_command() -> CommandData | None:
+    """How this process was started, when it is a script a rerun can start again: ``{"argv": sys.argv,
+    "cwd": os.getcwd()}`` (and ``"module"`` for ``python -m MODULE``); None at an interactive prompt,
+    for ``python -c``, and under a launcher (pytest, a Jupyter kernel, a debugger)."""
+    argv = [str(a) for a in sys.argv]
+    if not argv or argv[0] in ("", "-c", "-") or hasattr(sys, "ps1") or not os.path.isfile(argv[0]):
+        return None
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = str(getattr(spec, "name", "") or "")  # "" for ``python script.py``
+    if {Path(argv[0]).stem, Path(argv[0]).name, module.split(".")[0]} & _LAUNCHERS:
+        return None
+    try:
+        command: CommandData = {"argv": argv, "cwd": os.getcwd()}
+    except OSError:  # (the working directory was deleted)
+        return None
+    if module:
+        command["module"] = module.removesuffix(".__main__")
+    return command
+
+
+def recorded_command(store: RunStore, run_id: str) -> CommandData | None:
+    """The command that last started (or resumed) ``run_id``, if it recorded one."""
+    found = None
+    for event in store.events(run_id, [RUN_STARTED]):
+        command = run_started(event).get("command")
+        if command and command.get("argv"):
+            found = command
+    return found
+
+
+# ---------------------------------------------------------------- the team's side
+def claim(team: str, store: Any) -> tuple[str, str] | None:
+    """``(parent, new run id)`` when this process is a rerun (``$ROLECAST_REUSE``) of a run of a team
+    named ``team`` that ``store`` holds — the variables then leave ``os.environ``; else None.
+
+    ``store`` is the team's store as it was given (a path, a URL, a store). A team whose store does not
+    hold the parent, or whose parent was another team, leaves the variables to the next team."""
+    parent = os.environ.get(REUSE_VARIABLE, "").strip()
+    if not parent or store is None:
+        return None
+    new = os.environ.get(RUN_ID_VARIABLE, "").strip()
+    for name, value in ((REUSE_VARIABLE, parent), (RUN_ID_VARIABLE, new)):
+        if value:
+            try:
+                check_run_id(value)
+            except UsageError as exc:
+                raise UsageError(f"${name}: {exc}") from None
+    new = new or new_run_id()
+    given = isinstance(store, RunStore)
+    try:
+        opened = store if given else open_store(store, read_only=True)
+    except ConfigError:  # (no store there yet: it cannot hold the parent)
+        return None
+    assert opened is not None
+    try:
+        started = next(opened.events(parent, [RUN_STARTED]), None)
+    finally:
+        if not given:
+            opened.close()
+    if started is None:
+        logger.debug("{}={} is not in this team's store {}: left for another team", REUSE_VARIABLE, parent, store)
+        return None
+    if run_started(started).get("team") != team:
+        logger.debug("{}={} was run by a team {!r}, not {!r}: left for another team", REUSE_VARIABLE, parent,
+                     run_started(started).get("team"), team)
+        return None
+    os.environ.pop(REUSE_VARIABLE, None)
+    os.environ.pop(RUN_ID_VARIABLE, None)
+    logger.info("this {} reruns run {} as run {} ({}): what did not change is answered from its log",
+                team, parent, new, REUSE_VARIABLE)
+    return parent, new
+
+
+# ---------------------------------------------------------------- the command's side
+@dataclass(frozen=True)
+class Rerun:
+    """What :func:`rerun` did: the child's exit status, the new run, and its calls (from the new
+    run's ``run_stopped``; None when the command made no such run)."""
+
+    status: int
+    run_id: str
+    parent: str
+    stopped: RunStoppedData | None
+
+    def summary(self) -> str:
+        """One line: the new run, its live and reused model calls, and what the reused ones saved."""
+        if self.stopped is None:
+            return f"run {self.run_id} (rerun of {self.parent}) was not made"
+        s = self.stopped
+        return (f"run {self.run_id} (rerun of {self.parent}): model calls: {s.get('live_calls', 0)} live, "
+                f"{s.get('reused_calls', 0)} reused (saved ${s.get('saved_cost', 0.0):.6f})")
+
+
+def rerun(store: RunStore, where: str, parent: str, run_id: str | None = None,
+          command: list[str] | None = None) -> Rerun:
+    """Run ``parent``'s recorded command again (``command``, when given, instead: run in this
+    directory) as a rerun reusing ``parent``'s answers, as run ``run_id`` (a fresh id by default),
+    and wait for it. ``store`` holds ``parent``; ``where`` is its address as given (a path or a URL),
+    passed on to the child. A parent not in the store, or with no recorded command when none is given,
+    is a :class:`UsageError`; so is a ``run_id`` that names a run of another origin."""
+    if not store.has_run(check_run_id(parent)):
+        raise no_run(store, parent)  # (the error every runs command gives)
+    new = check_run_id(run_id) if run_id else new_run_id()
+    if new == parent:
+        raise UsageError("a rerun needs a run id of its own: the parent is only read")
+    check_lineage(store, new, Lineage("reuse", parent))  # (an existing rerun of parent is resumed)
+    if command:
+        argv, cwd = command_argv({"argv": list(command)}, sys.executable), os.getcwd()
+    else:
+        recorded = recorded_command(store, parent)
+        if recorded is None:
+            raise UsageError(
+                f"run {parent!r} recorded no command to run again (it was not started by a script: from a "
+                f"notebook, pytest or a prompt): pass the command after --, such as "
+                f"'rolecast runs rerun {parent} -- python my_team.py'")
+        argv, cwd = command_argv(recorded, sys.executable), str(recorded.get("cwd") or os.getcwd())
+        if not os.path.isdir(cwd):
+            raise UsageError(f"run {parent!r} was started in {cwd}, which is gone: pass the command after --")
+    shared = store.shared()  # (a SQLite file as an absolute path: the child runs in another directory)
+    env = {**os.environ, REUSE_VARIABLE: parent, RUN_ID_VARIABLE: new,
+           STORE_VARIABLE: shared[1] if isinstance(shared, tuple) else where}
+    logger.debug("rerun of {} as {}: {} (in {})", parent, new, argv, cwd)
+    try:
+        child = subprocess.Popen(argv, cwd=cwd, env=env)
+    except OSError as exc:
+        raise UsageError(f"cannot run {argv[0]!r}: {exc}") from exc
+    with child:
+        try:
+            status = child.wait()
+        except KeyboardInterrupt:  # the child got the interrupt too: let it save its run and stop
+            status = child.wait()
+    if status < 0:  # killed by a signal, as a shell says it
+        status = 128 - status
+    return Rerun(status, new, parent, _stopped(store, new))
+
+
+def _stopped(store: RunStore, run_id: str) -> RunStoppedData | None:
+    """The last ``run_stopped`` of ``run_id``; for a run that never stopped (killed), its calls counted
+    from its events; None when there is no such run."""
+    stopped = None
+    for event in store.events(run_id, [RUN_STOPPED]):
+        stopped = event.data
+    if stopped is not None:
+        return cast(RunStoppedData, stopped)
+    calls = list(store.events(run_id, [LLM_CALL]))
+    if not calls and not store.has_run(run_id):
+        return None
+    live, reused, saved = call_counts(calls)
+    return {"reason": "did not stop", "live_calls": live, "reused_calls": reused, "saved_cost": saved}
+
+
+__all__ = [
+    "REUSE_VARIABLE",
+    "RUN_ID_VARIABLE",
+    "STORE_VARIABLE",
+    "Rerun",
+    "claim",
+    "recorded_command",
+    "rerun",
+    "started_command",
+]
