@@ -114,10 +114,9 @@ def probe(timeout: float = 120.0) -> EngineInfo:
             raise ConfigError(f"the local model needs the llama.cpp engine ({ENGINE_PACKAGE}), "
                               f"which is not installed: {INSTALL_HINT}")
         version = engine_version()
-        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
         try:
             done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                                  timeout=timeout, env=env, check=False)
+                                  timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise ConfigError(f"the llama.cpp engine ({ENGINE_PACKAGE} {version}) did not load in {timeout:.0f} s "
                               f"on this platform ({_platform()}); {OTHER_WAYS}") from exc
@@ -145,15 +144,8 @@ def probe(timeout: float = 120.0) -> EngineInfo:
 
 
 def import_engine() -> Any:
-    """The ``xllamacpp`` module, after :func:`probe` showed it runs here (a ConfigError if not).
-
-    Its OpenMP workers are first made to sleep, not spin, while they wait: spinning
-    workers fight every other busy thread for the cores, and on a shared 2-core machine
-    prompt evaluation measured 3x slower. libgomp reads the variable when the library
-    loads, so this only works before the first import; a value the user set wins.
-    """
+    """The ``xllamacpp`` module, after :func:`probe` showed it runs here (a ConfigError if not)."""
     probe()
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp
     except ImportError as exc:  # the child loaded it: only an odd environment gets here
@@ -163,18 +155,24 @@ def import_engine() -> Any:
 
 
 def threads(n_threads: int | None, n_threads_batch: int | None = None) -> tuple[int, int]:
-    """The threads generating and the threads evaluating prompts: by default half the cores, both.
+    """The threads generating and the threads evaluating prompts: by default half the cores, at least
+    two where there are two, both.
 
-    Not every core: taking them all slows everything down when other work shares the
-    machine. Prompts get as many threads as generation, as in llama.cpp's own tools:
-    llama.cpp's threads meet at a barrier after each of the graph's few hundred
-    operations, and on a 135M model each operation is tiny. On a 2-core machine a
-    second thread barely sped prompts up while the other core was free, and slowed them
-    down by 1.2x per token while another process kept it busy; the README main job ran
-    10% faster with one (``bench/bench_main_job.py``). Concurrent roles do not need more
-    threads: their requests share one batch (see :mod:`rolecast.llm.local.provider`).
+    Half, not all: ``os.cpu_count()`` counts hyper-threads, and taking every one slows
+    everything down when other work shares the machine. At least two: on a 2-core machine
+    a second thread made SmolLM2 1.4x faster at generating (80 against 57 tokens/s) and
+    1.5x at evaluating prompts (155 against 100), and the README main job 9.2-11.4 s
+    against 12.9-31.0 s (three runs each, interleaved, idle machine, 2026-11-25). While
+    another process keeps a core busy two threads generate at half speed (25-35 tokens/s
+    against 55): set ``n_threads: 1`` there. OpenMP's workers keep its default wait policy
+    (spin briefly, then sleep): told to sleep at once (``OMP_WAIT_POLICY=PASSIVE``, our
+    default before), they woke too late at each of the graph's barriers and a second thread
+    gained nothing (55 tokens/s). Prompts get as many threads as generation, as in llama.cpp's
+    own tools. Concurrent roles do not need more threads: their requests share one batch
+    (see :mod:`rolecast.llm.local.provider`).
     """
-    n = n_threads or max((os.cpu_count() or 2) // 2, 1)
+    cores = os.cpu_count() or 2
+    n = n_threads or min(cores, max(2, cores // 2))
     return n, n_threads_batch or n
 
 
