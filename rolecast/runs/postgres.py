@@ -97,6 +97,7 @@ class PostgresRunStore(RunStore):
                                        options=options)
             if read_only:
                 if self._db.execute("SELECT to_regclass('rolecast_events')").fetchone() in (None, (None,)):
+                    self._db.close()
                     raise ConfigError(f"no run store in the PostgreSQL database {self._safe_dsn()} "
                                       "(run a team with this store first)")
                 self.format = self._check_format(mark=False)
