@@ -94,3 +94,41 @@ def gated() -> Team:
         return _answer(messages)
 
     return Team(llm=FunctionLLM(answer, model="gpt-4o-mini"), roles=[Writer()], env_desc="a gated writer")
+
+
+class Close(Action):
+    name: str = "Close"
+
+    async def run(self, history: list[Message]) -> str:
+        return await self._aask(f"Close on: {history[-1].content}")
+
+
+class Closer(Role):
+    name: str = "Closer"
+    profile: str = "closer"
+
+    def __init__(self, **data: Any):
+        from roles.remote import AskRemote
+
+        super().__init__(**data)
+        self.set_actions([Close])
+        self._watch([AskRemote])
+
+
+def hiring(url: str, store: str, run_id: str) -> Team:
+    """A team that hires the agent at ``url`` (a RemoteAgent) and a Closer who answers what it said;
+    the Closer's model waits for ``$GATE_A`` and notes each call in ``$CALLS_A``."""
+    from roles import RemoteAgent
+
+    gate, calls = os.environ.get("GATE_A", ""), os.environ.get("CALLS_A", "")
+
+    async def answer(messages: list[dict[str, Any]]) -> str:
+        if calls:
+            with open(calls, "a", encoding="utf-8") as f:
+                f.write("call\n")
+        while gate and not Path(gate).exists():
+            await asyncio.sleep(0.05)
+        return "closed: " + str(messages[-1]["content"]).split("Close on:", 1)[-1].strip()
+
+    return Team(llm=FunctionLLM(answer, model="gpt-4o-mini"), store=store, run_id=run_id,
+                roles=[RemoteAgent(url=url, name="Remote"), Closer()])

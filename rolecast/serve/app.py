@@ -57,13 +57,13 @@ def create_app(
     opened = open_store(where)
     if opened is None:
         raise ConfigError("rolecast serve needs a run store: every task is a durable run")
-    runner = TeamRunner(team_factory(target), opened, rounds=rounds, max_running=max_running)
+    title = name or _name_of(target)
+    runner = TeamRunner(team_factory(target), opened, rounds=rounds, max_running=max_running, name=title)
     source = RunSource(opened if isinstance(where, RunStore) or getattr(opened, "path", None) is None
                        else opened.path)  # (SQLite: a read-only connection of its own, as the studio reads)
     pages = Studio(source, csrf=secrets.token_urlsafe(24))
     api = ServeAPI(runner, pages)
     handler = TeamHandler(runner)
-    title = name or _name_of(target)
 
     async def card(request: Request) -> Response:
         url = str(request.base_url).rstrip("/") + RPC_PATH

@@ -5,6 +5,9 @@ A task's id *is* its run's id (``task-<time>-<random>``), so ``rolecast runs sho
 studio find it. Each run is a fresh team from the served factory, bound to the server's store and
 to that run id, and runs in a task of the server's event loop (several tasks at once: several runs).
 
+Each run's ``run_started`` event says ``served: {"by": NAME, "context_id", "message_id"}``: a server
+(this process, or a later one on the same store) finds its tasks by it, and no other run.
+
 A run that pauses on a deferred approval (:mod:`rolecast.runs.approvals`) is ``waiting``; once its
 approvals are answered — through the A2A task, the HTTP API, the studio or ``rolecast runs approve``
 in another process (a watcher looks every :data:`WATCH_POLL` seconds) — a fresh team resumes it
@@ -92,8 +95,11 @@ def bind(team: Any, store: RunStore, run_id: str) -> Any:
 class TeamRunner:
     """The served team's runs in this process (see the module docstring)."""
 
-    def __init__(self, factory: Callable[[], Any], store: RunStore, *, rounds: int = 5, max_running: int = 256):
+    def __init__(self, factory: Callable[[], Any], store: RunStore, *, rounds: int = 5, max_running: int = 256,
+                 name: str = "rolecast team"):
         self.factory = factory
+        #: the served team's name (the card's): its runs' ``run_started`` say ``served: {"by": name}``
+        self.name = name
         self.store = store
         self.rounds = rounds
         self.max_running = max_running
@@ -142,10 +148,12 @@ class TeamRunner:
         except Exception:  # (an id the store refuses: not ours)
             return None
         first = next((e for e in starts if e.kind == RUN_STARTED), None)
-        if first is None or first.data.get("team") != self.team_name:
+        mark = first.data.get("served") if first is not None else None
+        if not isinstance(mark, dict) or mark.get("by") != self.name:  # (a run no server of this team started)
             return None
+        assert first is not None
         served = Served(run_id, str(first.data.get("idea", "")), int(first.data.get("n_round") or self.rounds),
-                        run_id)
+                        str(mark.get("context_id") or run_id), str(mark.get("message_id") or ""))
         stops = [e for e in starts if e.kind == RUN_STOPPED]
         served.outcome, served.detail = _outcome(stops[-1].data.get("reason", "") if stops else "error: interrupted")
         self.served[run_id] = served
@@ -157,7 +165,11 @@ class TeamRunner:
         team = bind(self.factory(), self.store, served.run_id)
         served.team, served.outcome, served.detail = team, WORKING, ""
         served.changed.set()
-        team.run_log.subscribe(lambda _event: _poke(served))
+        log = team.run_log
+        log.subscribe(lambda _event: _poke(served))
+        start = log.start
+        mark = {"by": self.name, "context_id": served.context_id, "message_id": served.message_id}
+        log.start = lambda data: start({**data, "served": mark})  # type: ignore[method-assign]
         served.task = asyncio.ensure_future(self._drive(served, team, idea))
 
     async def _drive(self, served: Served, team: Any, idea: str) -> None:

@@ -1,0 +1,350 @@
+"""rolecast serve: a team over A2A, driven by the official a2a-sdk client, and over the HTTP API, on
+127.0.0.1; each task a durable run (scripted models: rolecast.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("a2a")
+
+import serve_teams  # noqa: E402
+from a2a.client import A2AClientError  # noqa: E402
+from a2a.utils.errors import A2AError  # noqa: E402
+from a2a.types import a2a_pb2 as pb  # noqa: E402
+from serve_support import client, served, text_message  # noqa: E402
+
+from environment import Team  # noqa: E402
+from rolecast.runs import RUN_STOPPED, inspection, open_store  # noqa: E402
+from rolecast.runs.approvals import decide  # noqa: E402
+from rolecast.serve import create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "a-token-of-at-least-16-chars"
+#: what the a2a-sdk client raises: the A2A error the server answered with, or its own
+PROTOCOL_ERRORS = (A2AError, A2AClientError)
+
+
+def state(task: pb.Task) -> str:
+    return pb.TaskState.Name(task.status.state).removeprefix("TASK_STATE_")
+
+
+async def send(c, request) -> pb.Task:
+    async for response in c.send_message(request):
+        assert response.HasField("task")
+        return response.task
+    raise AssertionError("no answer")
+
+
+async def poll(c, task_id: str, wanted: str, tries: int = 400) -> pb.Task:
+    for _ in range(tries):
+        task = await c.get_task(pb.GetTaskRequest(id=task_id))
+        if state(task) == wanted:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never became {wanted}: {state(task)}")
+
+
+async def test_the_card_send_get_and_the_run_in_the_store(tmp_path):
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.pair, store=db, name="pair team")) as url:
+        c = await client(url, streaming=False)
+        card = c._card
+        assert card.name == "pair team" and card.description == "a writer and a reviewer"
+        assert [(s.id, s.description) for s in card.skills] == [
+            ("Writer", "write a short answer to the idea"), ("Reviewer", "review the writer's answer")]
+        assert card.capabilities.streaming and not card.security_schemes
+        task = await send(c, text_message("a haiku about tea"))
+        assert state(task) == "COMPLETED"
+        assert [(a.name, a.parts[0].text) for a in task.artifacts] == [("Reviewer", "reviewed: written: a haiku about tea")]
+        assert [m.parts[0].text for m in task.history] == [
+            "a haiku about tea", "written: a haiku about tea", "reviewed: written: a haiku about tea"]
+        got = await c.get_task(pb.GetTaskRequest(id=task.id))
+        assert state(got) == "COMPLETED" and got.artifacts == task.artifacts
+    store = open_store(db)
+    assert task.id in inspection.list_runs(store)  # the task is a run: `rolecast runs list` shows it
+    assert [e.data["reason"] for e in store.events(task.id, [RUN_STOPPED])] == ["idle"]
+    store.close()
+
+
+async def test_streaming_sends_a_status_update_per_message_then_artifacts_then_the_final_state(tmp_path):
+    with served(create_app(serve_teams.pair, store=tmp_path / "runs.db")) as url:
+        c = await client(url)
+        kinds, updates, artifacts, last = [], [], [], None
+        async for response in c.send_message(text_message("a limerick", rounds=3)):
+            kind = response.WhichOneof("payload")
+            kinds.append(kind)
+            if kind == "status_update":
+                last = response.status_update
+                if last.status.HasField("message"):
+                    meta = dict(last.status.message.metadata)
+                    updates.append((meta["sender"], meta["action"].rsplit(".", 1)[-1], last.status.message.parts[0].text))
+            elif kind == "artifact_update":
+                artifacts.append(response.artifact_update.artifact.parts[0].text)
+    assert kinds == ["task", "status_update", "status_update", "artifact_update", "status_update"]
+    assert updates == [("Writer", "Write", "written: a limerick"), ("Reviewer", "Review", "reviewed: written: a limerick")]
+    assert artifacts == ["reviewed: written: a limerick"]
+    assert last is not None and pb.TaskState.Name(last.status.state) == "TASK_STATE_COMPLETED"
+
+
+async def test_cancel_stops_the_run_and_its_log_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("GATE", str(tmp_path / "never"))
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.gated, store=db)) as url:
+        c = await client(url, streaming=False)
+        request = text_message("wait forever")
+        request.configuration.return_immediately = True
+        task = await send(c, request)
+        assert state(task) == "WORKING"
+        cancel = pb.CancelTaskRequest(id=task.id)
+        cancel.metadata.update({"reason": "the user changed their mind"})
+        cancelled = await c.cancel_task(cancel)
+        assert state(cancelled) == "CANCELED"
+        assert cancelled.status.message.parts[0].text == "the user changed their mind"
+        with pytest.raises(PROTOCOL_ERRORS, match="canceled|cancelled"):
+            await c.cancel_task(pb.CancelTaskRequest(id=task.id))
+    store = open_store(db)
+    assert [e.data["reason"] for e in store.events(task.id, [RUN_STOPPED])] == ["cancelled: the user changed their mind"]
+    store.close()
+
+
+async def test_a_deferred_approval_is_input_required_and_answering_the_task_resumes_the_run(tmp_path):
+    with served(create_app(serve_teams.approval, store=tmp_path / "runs.db")) as url:
+        c = await client(url, streaming=False)
+        task = await send(c, text_message("what is 6 times 7?"))
+        assert state(task) == "INPUT_REQUIRED"
+        asked = task.status.message
+        assert "Calc-1" in asked.parts[0].text and "calculator" in asked.parts[0].text
+        with pytest.raises(PROTOCOL_ERRORS, match="approve"):
+            await send(c, text_message("maybe", task_id=task.id, message_id="m-2"))
+        done = await send(c, text_message("approve", task_id=task.id, message_id="m-3"))
+        assert state(done) == "COMPLETED"
+        assert "the calculator says 42" in done.artifacts[0].parts[0].text
+
+
+async def test_an_approval_answered_by_rolecast_runs_approve_resumes_the_task(tmp_path):
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.approval, store=db)) as url:
+        c = await client(url, streaming=False)
+        task = await send(c, text_message("what is 6 times 7?"))
+        assert state(task) == "INPUT_REQUIRED"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-m", "rolecast.cli", "runs", "edit", task.id, "Calc-1", "--args",
+                               '{"expression": "6 * 8"}', "--store", str(db)], capture_output=True, text=True,
+                              env=env, cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr
+        finished = await poll(c, task.id, "COMPLETED")
+        assert "the calculator says 48" in finished.artifacts[0].parts[0].text
+
+
+async def test_a_token_is_needed_by_everything_but_the_card(tmp_path):
+    app = create_app(serve_teams.pair, store=tmp_path / "runs.db", token=TOKEN)
+    with served(app) as url:
+        async with httpx.AsyncClient() as raw:
+            card = (await raw.get(f"{url}/.well-known/agent-card.json")).json()
+            assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+            assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+            refused = await raw.post(f"{url}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                                         "params": {"id": "x"}})
+            assert refused.status_code == 401
+            assert (await raw.post(f"{url}/api/runs", json={"idea": "x"})).status_code == 401
+            wrong = await raw.get(f"{url}/api/runs/x", headers={"Authorization": "Bearer wrong-token-wrong-token"})
+            assert wrong.status_code == 401
+        anonymous = await client(url, streaming=False)
+        with pytest.raises(PROTOCOL_ERRORS):
+            await send(anonymous, text_message("hello"))
+        allowed = await client(url, streaming=False, token=TOKEN)
+        assert state(await send(allowed, text_message("hello"))) == "COMPLETED"
+    with served(create_app(serve_teams.pair, store=tmp_path / "runs.db")) as url:  # loopback: loopback names only
+        async with httpx.AsyncClient() as raw:
+            rebound = await raw.get(f"{url}/api/runs/x", headers={"Host": "evil.example:80"})
+            assert rebound.status_code == 403
+
+
+async def test_hostile_input_gets_protocol_errors_never_a_traceback(tmp_path):
+    db = tmp_path / "runs.db"
+    other = Team(llm=serve_teams.FunctionLLM(lambda m: "hi", model="gpt-4o-mini"), roles=[serve_teams.Writer()],
+                 store=db, run_id="task-not-served-here")
+    await other.run(1, idea="someone else's run")
+    with served(create_app(serve_teams.pair, store=db)) as url:
+        async with httpx.AsyncClient(timeout=60) as raw:
+            rpc = f"{url}/a2a"
+            headers = {"A2A-Version": "1.0"}
+            huge = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                "messageId": "big", "role": "ROLE_USER", "parts": [{"text": "x" * 10_000_000}]}}}
+            too_big = await raw.post(rpc, json=huge, headers=headers)
+            assert too_big.status_code == 413 and too_big.json()["error"]["code"] == -32600
+            broken = await raw.post(rpc, content=b'{"jsonrpc": "2.0", "id": 1, "method": ',
+                                    headers={**headers, "content-type": "application/json"})
+            assert broken.json()["error"]["code"] == -32700
+            unknown = await raw.post(rpc, json={"jsonrpc": "2.0", "id": 2, "method": "tasks/explode"}, headers=headers)
+            assert unknown.json()["error"]["code"] == -32601
+            bad = await raw.post(rpc, json={"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": [1]}},
+                                 headers=headers)
+            assert bad.json()["error"]["code"] == -32602
+            empty = await raw.post(rpc, json={"jsonrpc": "2.0", "id": 4, "method": "SendMessage", "params": {
+                "message": {"messageId": "e", "role": "ROLE_USER", "parts": [{"text": "  "}]}}}, headers=headers)
+            assert empty.json()["error"]["code"] == -32602 and "no text" in empty.json()["error"]["message"]
+            for body in (too_big.text, broken.text, unknown.text, bad.text, empty.text):
+                assert "Traceback" not in body
+            api_bad = await raw.post(f"{url}/api/runs", json={"idea": "x", "round": 2})
+            assert api_bad.status_code == 400 and "unknown field(s) ['round']" in api_bad.json()["message"]
+            as_form = await raw.post(f"{url}/api/runs", data={"idea": "x"})
+            assert as_form.status_code == 415
+        c = await client(url, streaming=False)
+        with pytest.raises(PROTOCOL_ERRORS, match="no task 'task-not-served-here'"):
+            await c.get_task(pb.GetTaskRequest(id="task-not-served-here"))
+        with pytest.raises(PROTOCOL_ERRORS, match="no task"):
+            await c.cancel_task(pb.CancelTaskRequest(id="../../etc/passwd"))
+
+
+async def test_several_tasks_at_once_are_several_runs(tmp_path):
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.pair, store=db)) as url:
+        c = await client(url, streaming=False)
+        tasks = await asyncio.gather(*(send(c, text_message(f"idea {i}", message_id=f"m-{i}")) for i in range(12)))
+    assert [state(t) for t in tasks] == ["COMPLETED"] * 12
+    assert sorted(t.artifacts[0].parts[0].text for t in tasks) == sorted(
+        f"reviewed: written: idea {i}" for i in range(12))
+    store = open_store(db)
+    assert len({t.id for t in tasks} & {r.run_id for r in store.runs()}) == 12
+    store.close()
+
+
+async def test_the_same_message_id_again_meets_the_task_it_started(tmp_path):
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.pair, store=db)) as url:
+        c = await client(url, streaming=False)
+        first = await send(c, text_message("once", message_id="same"))
+        again = await send(c, text_message("once", message_id="same"))
+    assert first.id == again.id
+    store = open_store(db)
+    assert len(store.runs()) == 1
+    store.close()
+
+
+def sse(text: str) -> list[dict]:
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
+        if "data" in fields:
+            found.append({"id": fields.get("id"), "event": fields.get("event"), "data": json.loads(fields["data"])})
+    return found
+
+
+async def test_the_http_api_starts_a_run_and_streams_its_events_resumably(tmp_path):
+    with served(create_app(serve_teams.pair, store=tmp_path / "runs.db")) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            started = await http.post("/api/runs", json={"idea": "a riddle", "rounds": 3})
+            assert started.status_code == 201
+            run_id = started.json()["run_id"]
+            whole = sse((await http.get(f"/api/runs/{run_id}/stream")).text)
+            assert whole[-1]["event"] == "end" and whole[-1]["data"]["status"] == "finished"
+            events = [e["data"] for e in whole if e["event"] == "run_event"]
+            assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+            assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_stopped"
+            # a dropped connection goes on from the last event it saw (Last-Event-ID), nothing twice
+            rest = sse((await http.get(f"/api/runs/{run_id}/stream", headers={"Last-Event-ID": "4"})).text)
+            assert [e["data"]["seq"] for e in rest if e["event"] == "run_event"] == [e["seq"] for e in events[4:]]
+            # the same shapes as the studio's JSON
+            page = (await http.get(f"/api/runs/{run_id}/events", params={"after": 0, "limit": 2000})).json()
+            assert page["events"] == events
+            header = (await http.get(f"/api/runs/{run_id}")).json()
+            assert header["status"] == "finished" and header["roles"] == ["Writer", "Reviewer"]
+            missing = await http.get("/api/runs/no-such-run/stream")
+            assert missing.status_code == 404
+
+
+async def test_the_http_api_answers_an_approval(tmp_path):
+    with served(create_app(serve_teams.approval, store=tmp_path / "runs.db")) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            run_id = (await http.post("/api/runs", json={"idea": "what is 6 times 7?"})).json()["run_id"]
+            stream = sse((await http.get(f"/api/runs/{run_id}/stream")).text)
+            assert stream[-1]["data"]["status"] == "waiting"
+            refused = await http.post(f"/api/runs/{run_id}/approvals/Calc-1", json={"verdict": "reject"})
+            assert refused.status_code == 400 and "needs a reason" in refused.json()["message"]
+            answered = await http.post(f"/api/runs/{run_id}/approvals/Calc-1",
+                                       json={"verdict": "reject", "reason": "no maths today"})
+            assert answered.status_code == 200 and answered.json()["decision"]["verdict"] == "reject"
+            after = max(e["data"]["seq"] for e in stream if e["event"] == "run_event")
+            resumed = sse((await http.get(f"/api/runs/{run_id}/stream", params={"after": after})).text)
+            assert resumed[-1]["data"]["status"] == "finished"
+            said = [e["data"]["data"]["message"]["content"] for e in resumed
+                    if e["event"] == "run_event" and e["data"]["kind"] == "message"]
+            assert any("no maths today" in text for text in said)
+
+
+async def test_a_team_hires_a_served_team_and_a_resume_asks_it_nothing_again(tmp_path):
+    from rolecast.runs import LLM_CALL
+
+    remote_db = tmp_path / "remote.db"
+    with served(create_app(serve_teams.pair, store=remote_db)) as url:
+        first = await serve_teams.hiring(url, str(tmp_path / "a.db"), "hire-1").run(4, idea="a poem about rivers")
+        again = await serve_teams.hiring(url, str(tmp_path / "a.db"), "hire-1").run(4, idea="a poem about rivers")
+    assert [(m.sent_from, m.content) for m in first] == [(m.sent_from, m.content) for m in again] == [
+        ("user", "a poem about rivers"), ("Remote", "reviewed: written: a poem about rivers"),
+        ("Closer", "closed: reviewed: written: a poem about rivers")]
+    remote = open_store(remote_db)
+    assert len(remote.runs()) == 1  # the resume answered the remote call from the log
+    remote.close()
+    store = open_store(tmp_path / "a.db")
+    calls = [e for e in store.events("hire-1", [LLM_CALL]) if e.role == "Remote"]
+    assert len(calls) == 1 and calls[0].data["model"] == f"a2a:{url}"
+    store.close()
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _wait(predicate, what: str, seconds: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_hiring_team_killed_mid_run_resumes_with_no_remote_call_repeated(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GATE": str(tmp_path / "gate-b"), "CALLS": str(tmp_path / "calls-b"),
+           "GATE_A": str(tmp_path / "gate-a"), "CALLS_A": str(tmp_path / "calls-a")}
+    server = subprocess.Popen([sys.executable, "-m", "rolecast.cli", "serve", "tests.serve_teams:gated", "--port", "0",
+                               "--store", str(tmp_path / "remote.db")], stdout=subprocess.PIPE, text=True, env=env,
+                              cwd=ROOT)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        url = line.split(" at ", 1)[1].split()[0]
+        script = [sys.executable, str(ROOT / "tests" / "scripts" / "hire_remote.py"), url, str(tmp_path / "a.db"), "k"]
+
+        first = subprocess.Popen(script, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait(lambda: _lines(tmp_path / "calls-b") == 1, "the remote team's model call")
+        first.kill()  # kill -9 while the remote agent works on the call
+        first.wait()
+        (tmp_path / "gate-b").touch()
+
+        second = subprocess.Popen(script, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait(lambda: _lines(tmp_path / "calls-a") == 1, "the closer's model call")
+        second.kill()  # kill -9 after the remote call is in the log
+        second.wait()
+        (tmp_path / "gate-a").touch()
+
+        third = subprocess.run(script, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert third.returncode == 0, third.stderr
+    finally:
+        server.terminate()
+        server.wait(30)
+    said = [json.loads(line) for line in third.stdout.splitlines()]
+    assert said[-1] == {"from": "Closer", "content": "closed: written: a poem about rivers"}
+    assert _lines(tmp_path / "calls-b") == 1  # the remote team's model: asked once in all
+    remote = open_store(tmp_path / "remote.db")
+    assert len(remote.runs()) == 1  # one task, one run: the resent message met the task it started
+    remote.close()
