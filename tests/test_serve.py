@@ -15,16 +15,15 @@ import pytest
 
 pytest.importorskip("a2a")
 
-import serve_teams  # noqa: E402
-from a2a.client import A2AClientError  # noqa: E402
-from a2a.utils.errors import A2AError  # noqa: E402
-from a2a.types import a2a_pb2 as pb  # noqa: E402
-from serve_support import client, served, text_message  # noqa: E402
+import serve_teams
+from a2a.client import A2AClientError
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import A2AError
+from serve_support import client, served, text_message
 
-from environment import Team  # noqa: E402
-from rolecast.runs import RUN_STOPPED, inspection, open_store  # noqa: E402
-from rolecast.runs.approvals import decide  # noqa: E402
-from rolecast.serve import create_app  # noqa: E402
+from environment import Team
+from rolecast.runs import RUN_STOPPED, inspection, open_store
+from rolecast.serve import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "a-token-of-at-least-16-chars"
@@ -63,7 +62,8 @@ async def test_the_card_send_get_and_the_run_in_the_store(tmp_path):
         assert card.capabilities.streaming and not card.security_schemes
         task = await send(c, text_message("a haiku about tea"))
         assert state(task) == "COMPLETED"
-        assert [(a.name, a.parts[0].text) for a in task.artifacts] == [("Reviewer", "reviewed: written: a haiku about tea")]
+        assert [(a.name, a.parts[0].text) for a in task.artifacts] == [
+            ("Reviewer", "reviewed: written: a haiku about tea")]
         assert [m.parts[0].text for m in task.history] == [
             "a haiku about tea", "written: a haiku about tea", "reviewed: written: a haiku about tea"]
         got = await c.get_task(pb.GetTaskRequest(id=task.id))
@@ -85,11 +85,13 @@ async def test_streaming_sends_a_status_update_per_message_then_artifacts_then_t
                 last = response.status_update
                 if last.status.HasField("message"):
                     meta = dict(last.status.message.metadata)
-                    updates.append((meta["sender"], meta["action"].rsplit(".", 1)[-1], last.status.message.parts[0].text))
+                    action = meta["action"].rsplit(".", 1)[-1]
+                    updates.append((meta["sender"], action, last.status.message.parts[0].text))
             elif kind == "artifact_update":
                 artifacts.append(response.artifact_update.artifact.parts[0].text)
     assert kinds == ["task", "status_update", "status_update", "artifact_update", "status_update"]
-    assert updates == [("Writer", "Write", "written: a limerick"), ("Reviewer", "Review", "reviewed: written: a limerick")]
+    assert updates == [("Writer", "Write", "written: a limerick"),
+                       ("Reviewer", "Review", "reviewed: written: a limerick")]
     assert artifacts == ["reviewed: written: a limerick"]
     assert last is not None and pb.TaskState.Name(last.status.state) == "TASK_STATE_COMPLETED"
 
@@ -108,10 +110,11 @@ async def test_cancel_stops_the_run_and_its_log_says_why(tmp_path, monkeypatch):
         cancelled = await c.cancel_task(cancel)
         assert state(cancelled) == "CANCELED"
         assert cancelled.status.message.parts[0].text == "the user changed their mind"
-        with pytest.raises(PROTOCOL_ERRORS, match="canceled|cancelled"):
+        with pytest.raises(PROTOCOL_ERRORS, match=r"cancel+ed already"):
             await c.cancel_task(pb.CancelTaskRequest(id=task.id))
     store = open_store(db)
-    assert [e.data["reason"] for e in store.events(task.id, [RUN_STOPPED])] == ["cancelled: the user changed their mind"]
+    reasons = [e.data["reason"] for e in store.events(task.id, [RUN_STOPPED])]
+    assert reasons == ["cancelled: the user changed their mind"]
     store.close()
 
 
@@ -136,9 +139,10 @@ async def test_an_approval_answered_by_rolecast_runs_approve_resumes_the_task(tm
         task = await send(c, text_message("what is 6 times 7?"))
         assert state(task) == "INPUT_REQUIRED"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "rolecast.cli", "runs", "edit", task.id, "Calc-1", "--args",
-                               '{"expression": "6 * 8"}', "--store", str(db)], capture_output=True, text=True,
-                              env=env, cwd=ROOT, timeout=120)
+        command = [sys.executable, "-m", "rolecast.cli", "runs", "edit", task.id, "Calc-1", "--args",
+                   '{"expression": "6 * 8"}', "--store", str(db)]
+        done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, env=env, cwd=ROOT,
+                                       timeout=120)
         assert done.returncode == 0, done.stderr
         finished = await poll(c, task.id, "COMPLETED")
         assert "the calculator says 48" in finished.artifacts[0].parts[0].text

@@ -45,7 +45,8 @@ def require() -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``rolecast serve``."""
     parser.add_argument("target", metavar="MODULE:ATTR",
-                        help="a function returning a Team (a fresh one per task), or a Team, e.g. examples.x:build_team")
+                        help="a function returning a Team (a fresh one per task), or a Team "
+                             "(e.g. examples.serve_team:build_team)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on (default 127.0.0.1; any other needs the access token)")
     parser.add_argument("--port", type=int, default=8766, help="the port (default 8766; 0 picks a free one)")

@@ -136,7 +136,8 @@ class TeamHandler(RequestHandler):
 
     def _artifact(self, served: Served, event: RunEvent) -> pb.Artifact:
         message = event.data.get("message") or {}
-        artifact = pb.Artifact(artifact_id=str(message.get("id") or event.seq), name=str(message.get("sent_from") or ""),
+        artifact = pb.Artifact(artifact_id=str(message.get("id") or event.seq),
+                               name=str(message.get("sent_from") or ""),
                                parts=[pb.Part(text=str(message.get("content") or ""))])
         artifact.metadata.update({"action": str(message.get("cause_by") or ""), "round": event.round})
         return artifact

@@ -27,7 +27,8 @@ from starlette.routing import Mount, Route
 
 from ..errors import ConfigError
 from ..runs import RunStore, open_store
-from ..studio.app import Studio, create_app as studio_app
+from ..studio.app import Studio
+from ..studio.app import create_app as studio_app
 from ..studio.source import RunSource
 from .a2a import TeamHandler, agent_card
 from .http import CARD_PATH, ServeAPI, ServeGuard
@@ -59,8 +60,9 @@ def create_app(
         raise ConfigError("rolecast serve needs a run store: every task is a durable run")
     title = name or _name_of(target)
     runner = TeamRunner(team_factory(target), opened, rounds=rounds, max_running=max_running, name=title)
-    source = RunSource(opened if isinstance(where, RunStore) or getattr(opened, "path", None) is None
-                       else opened.path)  # (SQLite: a read-only connection of its own, as the studio reads)
+    path = getattr(opened, "path", None)
+    # (SQLite: a read-only connection of its own, as the studio reads)
+    source = RunSource(opened if isinstance(where, RunStore) or path is None else path)
     pages = Studio(source, csrf=secrets.token_urlsafe(24))
     api = ServeAPI(runner, pages)
     handler = TeamHandler(runner)

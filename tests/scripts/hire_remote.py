@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.serve_teams import hiring  # noqa: E402
+from tests.serve_teams import hiring
 
 
 def main() -> int:
