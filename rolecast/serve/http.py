@@ -59,7 +59,7 @@ class ServeGuard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         host = headers.get("host", "")
-        path = scope.get("path", "")
+        path = _route_path(scope)
         if self.hosts is not None and _hostname(host) not in self.hosts:
             await _error(403, "Forbidden", f"requests must name this server as their host, not {host[:100]!r}")(
                 scope, receive, send)
@@ -85,11 +85,17 @@ class ServeGuard:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
         """A JSON-RPC error on the A2A endpoint (what its clients read), a JSON error elsewhere."""
-        if scope.get("path") == self.rpc_path:
+        if _route_path(scope) == self.rpc_path:
             await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": text}},
                                status_code=status)(scope, receive, send)
         else:
             await _error(status, "UsageError", text)(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The request's path within this app (mounted under a prefix, the prefix is its ``root_path``)."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+    return path[len(root):] if root and path.startswith(root) else path
 
 
 def _body_problem(headers: dict[str, str]) -> tuple[int, str] | None:
