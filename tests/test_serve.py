@@ -352,3 +352,38 @@ def test_a_hiring_team_killed_mid_run_resumes_with_no_remote_call_repeated(tmp_p
     remote = open_store(tmp_path / "remote.db")
     assert len(remote.runs()) == 1  # one task, one run: the resent message met the task it started
     remote.close()
+
+
+async def test_the_app_mounts_in_a_users_starlette_app_with_the_studio_and_serves_a_team_object(tmp_path):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    team = serve_teams.pair()  # a Team (not a function): copied for each task
+    served_app = create_app(team, store=tmp_path / "runs.db", studio=True, token=TOKEN, name="pair")
+    outer = Starlette(routes=[Route("/", lambda request: PlainTextResponse("the user's own app")),
+                              Mount("/team", app=served_app)])
+    with served(outer) as url:
+        async with httpx.AsyncClient(timeout=60) as raw:
+            assert (await raw.get(f"{url}/")).text == "the user's own app"
+            card = (await raw.get(f"{url}/team/.well-known/agent-card.json")).json()
+            assert card["supportedInterfaces"][0]["url"] == f"{url}/team/a2a"
+            assert (await raw.get(f"{url}/team/")).status_code == 401  # the studio: the token too
+            page = await raw.get(f"{url}/team/", headers={"Authorization": f"Bearer {TOKEN}"})
+            assert page.status_code == 200 and "Runs" in page.text
+        c = await client(f"{url}/team", streaming=False, token=TOKEN)
+        first = await send(c, text_message("one", message_id="m-1"))
+        second = await send(c, text_message("two", message_id="m-2"))
+    assert [state(t) for t in (first, second)] == ["COMPLETED"] * 2, first.status
+    assert [t.artifacts[0].parts[0].text for t in (first, second)] == ["reviewed: written: one", "reviewed: written: two"]
+    assert team.env.run_log is None  # the team given was only copied
+
+
+def test_the_command_names_what_it_cannot_serve(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "rolecast.cli", "serve", "tests.serve_teams:pairr", "--store",
+                           str(tmp_path / "runs.db")], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "did you mean 'pair'" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "rolecast.cli", "serve", "tests.serve_teams:Write", "--store",
+                           str(tmp_path / "runs.db")], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 2 and "must return a Team" in done.stderr

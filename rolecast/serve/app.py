@@ -68,7 +68,8 @@ def create_app(
     handler = TeamHandler(runner)
 
     async def card(request: Request) -> Response:
-        url = str(request.base_url).rstrip("/") + RPC_PATH
+        # (where this app is mounted: its root_path; Starlette's base_url is the outermost app's)
+        url = f"{request.url.scheme}://{request.url.netloc}{request.scope.get('root_path', '')}{RPC_PATH}"
         return JSONResponse(agent_card_to_dict(agent_card(runner, url, name=title, token=token is not None)))
 
     routes: list[Any] = [

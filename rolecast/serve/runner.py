@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,10 +74,34 @@ def team_factory(target: Any) -> Callable[[], Any]:
         if target.env.run_log is not None:
             raise UsageError("serve a Team that has not run yet (or a function that builds one): this one "
                              f"has a run log already ({target.run_id})")
-        return lambda: copy.deepcopy(target)
+        copy_team(target)  # (one that cannot be copied is refused now, not at the first task)
+        return lambda: copy_team(target)
     if callable(target):
         return target  # type: ignore[no-any-return]
     raise UsageError(f"rolecast serve takes a Team or a function that returns one, not {type(target).__name__}")
+
+
+def copy_team(team: Any) -> Any:
+    """A deep copy of ``team`` (roles, memories, models, hooks) with locks of its own; a UsageError when
+    something in it cannot be copied (then serve a function that builds the team)."""
+    from environment.team import DEFAULT
+
+    context = team.env.context
+    memo: dict[int, Any] = {id(DEFAULT): DEFAULT}  # (the "default store" marker is compared by identity)
+    for owner in (context, context.cost_manager):
+        lock = getattr(owner, "_lock", None)
+        if lock is not None:
+            fresh = threading.RLock() if isinstance(lock, type(threading.RLock())) else threading.Lock()
+            memo[id(lock)] = fresh  # (a lock is not copied: each copy gets its own)
+    try:
+        copied = copy.deepcopy(team, memo)
+        # a team of its own around the copies (an environment's wiring of its roles is made, not copied)
+        on_error = "recover" if team._recover else team.env.on_error
+        return type(team)(context=copied.env.context, roles=list(copied.env.roles.values()), on_error=on_error,
+                          investment=team.investment, env_desc=team.env.desc, store=None)
+    except Exception as exc:
+        raise UsageError(f"this Team cannot be copied for each task ({type(exc).__name__}: {exc}): serve a "
+                         "function that builds a fresh team instead") from exc
 
 
 def bind(team: Any, store: RunStore, run_id: str) -> Any:
@@ -269,4 +294,4 @@ def _outcome(reason: str) -> tuple[str, str]:
 
 
 __all__ = ["CANCELLED", "FAILED", "FINISHED", "MAX_ROUNDS", "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
-           "Served", "TeamRunner", "bind", "team_factory"]
+           "Served", "TeamRunner", "bind", "copy_team", "team_factory"]
