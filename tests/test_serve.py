@@ -375,7 +375,8 @@ async def test_the_app_mounts_in_a_users_starlette_app_with_the_studio_and_serve
         first = await send(c, text_message("one", message_id="m-1"))
         second = await send(c, text_message("two", message_id="m-2"))
     assert [state(t) for t in (first, second)] == ["COMPLETED"] * 2, first.status
-    assert [t.artifacts[0].parts[0].text for t in (first, second)] == ["reviewed: written: one", "reviewed: written: two"]
+    assert [t.artifacts[0].parts[0].text for t in (first, second)] == [
+        "reviewed: written: one", "reviewed: written: two"]
     assert team.env.run_log is None  # the team given was only copied
 
 
