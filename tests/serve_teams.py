@@ -84,13 +84,14 @@ def approval() -> Team:
 
 def gated() -> Team:
     gate, calls = os.environ.get("GATE", ""), os.environ.get("CALLS", "")
+    pause = float(os.environ.get("GATE_POLL", "0.05"))
 
     async def answer(messages: list[dict[str, Any]]) -> str:
         if calls:
             with open(calls, "a", encoding="utf-8") as f:
                 f.write(str(messages[-1]["content"])[:60].replace("\n", " ") + "\n")
         while not gate or not Path(gate).exists():  # noqa: ASYNC110 (another process opens the gate: a file)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
         return _answer(messages)
 
     return Team(llm=FunctionLLM(answer, model="gpt-4o-mini"), roles=[Writer()], env_desc="a gated writer")

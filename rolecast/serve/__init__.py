@@ -56,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the run store (default: $ROLECAST_STORE or ./.rolecast/runs.db)")
     parser.add_argument("--rounds", type=int, default=5, help="a task's rounds unless its client says (default 5)")
     parser.add_argument("--studio", action="store_true", help="serve the studio's pages too, at /")
+    parser.add_argument("--max-tasks", type=int, default=256, dest="max_tasks",
+                        help="the most tasks running at once; more are refused until one ends (default 256)")
 
 
 __all__ = ["REQUIRES", "add_arguments", "create_app", "load_target", "require", "run_command", "serve"]
