@@ -388,3 +388,16 @@ def test_the_command_names_what_it_cannot_serve(tmp_path):
     done = subprocess.run([sys.executable, "-m", "rolecast.cli", "serve", "tests.serve_teams:Write", "--store",
                            str(tmp_path / "runs.db")], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert done.returncode == 2 and "must return a Team" in done.stderr
+
+
+async def test_a_client_of_a2a_0_3_is_served_too(tmp_path):
+    with served(create_app(serve_teams.pair, store=tmp_path / "runs.db")) as url:
+        async with httpx.AsyncClient(timeout=60) as raw:
+            card = (await raw.get(f"{url}/.well-known/agent-card.json")).json()
+            assert card["url"] == f"{url}/a2a" and card["protocolVersion"] == "0.3"
+            message = {"messageId": "old", "role": "user", "parts": [{"kind": "text", "text": "an old idea"}]}
+            sent = (await raw.post(f"{url}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                                                      "params": {"message": message}})).json()
+            assert sent["result"]["status"]["state"] == "completed"
+            assert sent["result"]["artifacts"][0]["parts"] == [
+                {"kind": "text", "text": "reviewed: written: an old idea"}]

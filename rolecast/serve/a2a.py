@@ -1,4 +1,4 @@
-"""The served team over A2A (the agent-to-agent protocol, 1.0), on the official ``a2a-sdk``'s server side.
+"""The served team over A2A (the agent-to-agent protocol, 1.0; 0.3 too), on the official ``a2a-sdk``'s server side.
 
 What comes from the SDK: the JSON-RPC endpoint (its dispatcher parses and checks every request and
 answers malformed JSON, unknown methods and bad parameters with JSON-RPC errors, and streams over
@@ -57,7 +57,9 @@ def agent_card(runner: TeamRunner, url: str, *, name: str, token: bool) -> pb.Ag
     card = pb.AgentCard(
         name=name, description=runner.description or f"a rolecast team of {len(runner.roles)} role(s)",
         version=__version__,
-        supported_interfaces=[pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        # 1.0, and 0.3 on the same endpoint (the SDK's compatibility layer): clients of either read the card
+        supported_interfaces=[pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)
+                              for version in ("1.0", "0.3")],
         capabilities=pb.AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[pb.AgentSkill(id=role, name=f"{role} ({profile})" if profile else role,
