@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import Field
 
 from actions import Action, UserRequirement
+from actions.perform import perform
 from memory import Message
 from rolecast.accounting.metering import current_meter
 from rolecast.errors import ConfigError, LLMAPIError, UsageError
@@ -162,8 +163,6 @@ class RemoteAgent(Role):
         self.set_actions([AskRemote])
 
     async def _act(self) -> Message:
-        from actions.perform import perform
-
         todo = self.rc.todo
         if todo is None:
             raise UsageError(f"{self.name}: _act called with nothing to do")

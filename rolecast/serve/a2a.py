@@ -41,6 +41,7 @@ from google.protobuf.json_format import MessageToDict
 from .. import __version__
 from ..errors import RolecastError
 from ..runs import MESSAGE, RunEvent
+from ..runs.approvals import pending_approvals
 from .runner import CANCELLED, FAILED, FINISHED, SETTLED, WAITING, Served, TeamRunner
 
 #: the longest idea (characters) a message may carry
@@ -119,8 +120,6 @@ class TeamHandler(RequestHandler):
     def _note(self, served: Served, state: int) -> pb.Message | None:
         """The status's message: what an input-required task asks, why a task failed or was cancelled."""
         if state == pb.TASK_STATE_INPUT_REQUIRED:
-            from ..runs.approvals import pending_approvals
-
             pending = pending_approvals(self.runner.store, served.run_id)
             lines = [f"approval {a['id']}: {a.get('role', '')} asks to run {a.get('name', '')}"
                      f"({json.dumps(a.get('arguments', {}), ensure_ascii=False)})" for a in pending]

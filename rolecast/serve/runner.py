@@ -65,12 +65,16 @@ class Served:
         return self.task is not None and not self.task.done()
 
 
+def is_team(value: Any) -> bool:
+    """Whether ``value`` is an :class:`environment.Team` (told by its class's lineage: the kernel does
+    not import the layers above it; see architecture.md)."""
+    return any(f"{c.__module__}.{c.__qualname__}" == "environment.team.Team" for c in type(value).__mro__)
+
+
 def team_factory(target: Any) -> Callable[[], Any]:
     """A callable making a fresh team per task from what ``rolecast serve MODULE:ATTR`` names: a
     callable returning a :class:`~environment.Team`, or a Team (copied for each task)."""
-    from environment import Team
-
-    if isinstance(target, Team):
+    if is_team(target):
         if target.env.run_log is not None:
             raise UsageError("serve a Team that has not run yet (or a function that builds one): this one "
                              f"has a run log already ({target.run_id})")
@@ -84,10 +88,9 @@ def team_factory(target: Any) -> Callable[[], Any]:
 def copy_team(team: Any) -> Any:
     """A deep copy of ``team`` (roles, memories, models, hooks) with locks of its own; a UsageError when
     something in it cannot be copied (then serve a function that builds the team)."""
-    from environment.team import DEFAULT
-
     context = team.env.context
-    memo: dict[int, Any] = {id(DEFAULT): DEFAULT}  # (the "default store" marker is compared by identity)
+    spec = team._store_spec
+    memo: dict[int, Any] = {id(spec): spec}  # (the store, or the "default store" marker compared by identity)
     for owner in (context, context.cost_manager):
         lock = getattr(owner, "_lock", None)
         if lock is not None:
@@ -106,9 +109,7 @@ def copy_team(team: Any) -> Any:
 
 def bind(team: Any, store: RunStore, run_id: str) -> Any:
     """``team`` logging to ``store`` as run ``run_id`` (set before its log is opened)."""
-    from environment import Team
-
-    if not isinstance(team, Team):
+    if not is_team(team):
         raise UsageError(f"the served factory must return a Team, not {type(team).__name__}")
     if team.env.run_log is not None:
         raise UsageError("the served factory returned a team that has run already: build a fresh one per call")
@@ -212,6 +213,8 @@ class TeamRunner:
             logger.info("served run {} failed: {}", served.run_id, served.detail)
         finally:
             team.close()
+            if served.team is team:
+                served.team = None  # (a settled task keeps no team: a long-lived server holds many tasks)
             served.changed.set()
 
     async def _watch(self, served: Served) -> None:
@@ -294,4 +297,4 @@ def _outcome(reason: str) -> tuple[str, str]:
 
 
 __all__ = ["CANCELLED", "FAILED", "FINISHED", "MAX_ROUNDS", "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
-           "Served", "TeamRunner", "bind", "copy_team", "team_factory"]
+           "Served", "TeamRunner", "bind", "copy_team", "is_team", "team_factory"]

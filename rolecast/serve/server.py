@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
 import os
 import socket
@@ -41,9 +42,7 @@ def load_target(spec: str) -> Any:
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
-            names = [n for n in dir(module) if not n.startswith("_")]
-            import difflib
-
+            names = [n for n in dir(target) if not n.startswith("_")]
             close = difflib.get_close_matches(part, names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(f"{module_name} has no {attr!r}{hint}")
