@@ -401,3 +401,25 @@ async def test_a_client_of_a2a_0_3_is_served_too(tmp_path):
             assert sent["result"]["status"]["state"] == "completed"
             assert sent["result"]["artifacts"][0]["parts"] == [
                 {"kind": "text", "text": "reviewed: written: an old idea"}]
+
+
+async def test_a_waiting_task_outlives_its_server_and_a_paused_one_can_be_cancelled(tmp_path):
+    db = tmp_path / "runs.db"
+    with served(create_app(serve_teams.approval, store=db)) as url:
+        c = await client(url, streaming=False)
+        first = await send(c, text_message("what is 6 times 7?", message_id="m-1"))
+        second = await send(c, text_message("what is 6 times 7, again?", message_id="m-2"))
+    assert state(first) == state(second) == "INPUT_REQUIRED"
+    with served(create_app(serve_teams.approval, store=db)) as url:  # a new server process on the same store
+        c = await client(url, streaming=False)
+        again = await c.get_task(pb.GetTaskRequest(id=first.id))
+        assert state(again) == "INPUT_REQUIRED" and "Calc-1" in again.status.message.parts[0].text
+        done = await send(c, text_message("approve", task_id=first.id, message_id="m-3"))
+        assert state(done) == "COMPLETED" and "the calculator says 42" in done.artifacts[0].parts[0].text
+        cancel = pb.CancelTaskRequest(id=second.id)
+        cancel.metadata.update({"reason": "no longer needed"})
+        assert state(await c.cancel_task(cancel)) == "CANCELED"
+    store = open_store(db)
+    assert [e.data["reason"] for e in store.events(second.id, [RUN_STOPPED])] == [
+        "waiting: approval Calc-1", "cancelled: no longer needed"]
+    store.close()

@@ -12,6 +12,7 @@ import asyncio
 import difflib
 import importlib
 import os
+import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -22,10 +23,22 @@ import uvicorn
 
 from ..errors import ConfigError, UsageError
 from ..studio.app import allowed_hosts
-from ..studio.server import access_token, is_loopback, store_location
+from ..studio.server import is_loopback, store_location
 from .app import RPC_PATH, create_app
 
 TOKEN_ENV = "ROLECAST_SERVE_TOKEN"
+
+
+def access_token(host: str, given: str | None) -> str | None:
+    """The token a server on ``host`` requires: ``given`` (or ``$ROLECAST_SERVE_TOKEN``); a fresh one
+    when the host is not loopback and none was given; None on loopback with none given."""
+    token = given or os.environ.get(TOKEN_ENV) or None
+    if token is not None and len(token) < 16:
+        raise ConfigError("rolecast serve's access token must be at least 16 characters (or leave it out on "
+                          "another address than loopback: a random one is made and printed)")
+    if token is None and not is_loopback(host):
+        token = secrets.token_urlsafe(24)
+    return token
 
 
 def load_target(spec: str) -> Any:
@@ -80,9 +93,7 @@ async def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8766,
 
 def run_command(args: argparse.Namespace) -> int:
     """``rolecast serve MODULE:ATTR``: serve until Ctrl-C (or SIGTERM)."""
-    token = access_token(args.host, args.token or os.environ.get(TOKEN_ENV))
-    if token is None and not is_loopback(args.host):
-        raise ConfigError(f"rolecast serve listens on {args.host} (not loopback) only with an access token")
+    token = access_token(args.host, args.token)
     target = load_target(args.target)
     where = store_location(args.store)
     app = create_app(target, store=where, token=token, hosts=allowed_hosts(args.host), studio=args.studio,
@@ -101,4 +112,4 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["TOKEN_ENV", "load_target", "run_command", "serve"]
+__all__ = ["TOKEN_ENV", "access_token", "load_target", "run_command", "serve"]
