@@ -292,6 +292,11 @@ async def test_a_team_hires_a_served_team_and_a_resume_asks_it_nothing_again(tmp
     with served(create_app(serve_teams.pair, store=remote_db)) as url:
         first = await serve_teams.hiring(url, str(tmp_path / "a.db"), "hire-1").run(4, idea="a poem about rivers")
         again = await serve_teams.hiring(url, str(tmp_path / "a.db"), "hire-1").run(4, idea="a poem about rivers")
+        rerun = serve_teams.hiring(url, str(tmp_path / "a.db"), "hire-1")
+        rerun = Team(llm=rerun.context.given_llm, roles=list(rerun.env.roles.values()), store=str(tmp_path / "a.db"),
+                     run_id="hire-2", reuse="hire-1")  # a rerun of hire-1: its answers reused
+        reused = await rerun.run(4, idea="a poem about rivers")
+        assert reused[-1].content == first[-1].content and rerun.run_log.reused_calls == 2
     assert [(m.sent_from, m.content) for m in first] == [(m.sent_from, m.content) for m in again] == [
         ("user", "a poem about rivers"), ("Remote", "reviewed: written: a poem about rivers"),
         ("Closer", "closed: reviewed: written: a poem about rivers")]
@@ -423,3 +428,26 @@ async def test_a_waiting_task_outlives_its_server_and_a_paused_one_can_be_cancel
     assert [e.data["reason"] for e in store.events(second.id, [RUN_STOPPED])] == [
         "waiting: approval Calc-1", "cancelled: no longer needed"]
     store.close()
+
+
+async def test_a_remote_agent_that_cannot_answer_fails_the_roles_action_with_a_typed_error(tmp_path):
+    import socket
+
+    from rolecast.errors import ActionFailed, UsageError
+    from roles import RemoteAgent
+
+    with pytest.raises(UsageError, match="http"):
+        RemoteAgent(url="ftp://example.org")
+    with pytest.raises(UsageError, match="takes no llm"):
+        RemoteAgent(url="http://127.0.0.1:1", llm=serve_teams.FunctionLLM(lambda m: "x"))
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+    nobody = Team(roles=[RemoteAgent(url=f"http://127.0.0.1:{port}", name="Gone")], store=None)
+    with pytest.raises(ActionFailed, match=f"127.0.0.1:{port}"):
+        await nobody.run(2, idea="hello?")
+    with served(create_app(serve_teams.approval, store=tmp_path / "remote.db")) as url:
+        asking = Team(roles=[RemoteAgent(url=url, name="Calc")], store=None)
+        with pytest.raises(ActionFailed, match=r"INPUT_REQUIRED.*Calc-1"):
+            await asking.run(2, idea="what is 6 times 7?")
