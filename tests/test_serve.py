@@ -451,3 +451,32 @@ async def test_a_remote_agent_that_cannot_answer_fails_the_roles_action_with_a_t
         asking = Team(roles=[RemoteAgent(url=url, name="Calc")], store=None)
         with pytest.raises(ActionFailed, match=r"INPUT_REQUIRED.*Calc-1"):
             await asking.run(2, idea="what is 6 times 7?")
+
+
+async def test_streaming_an_answer_and_subscribing_to_a_running_task(tmp_path, monkeypatch):
+    with served(create_app(serve_teams.approval, store=tmp_path / "runs.db")) as url:
+        c = await client(url)
+        finals = [r.status_update.status for r in [r async for r in c.send_message(text_message("6 times 7?"))]
+                  if r.HasField("status_update")]
+        assert pb.TaskState.Name(finals[-1].state) == "TASK_STATE_INPUT_REQUIRED"
+        task_id = finals[-1].message.task_id
+        answered = [r async for r in c.send_message(text_message("approve", task_id=task_id, message_id="m-2"))]
+        kinds = [r.WhichOneof("payload") for r in answered]
+        assert kinds[0] == "task" and kinds[-2:] == ["artifact_update", "status_update"]
+        assert "the calculator says 42" in answered[-2].artifact_update.artifact.parts[0].text
+        assert pb.TaskState.Name(answered[-1].status_update.status.state) == "TASK_STATE_COMPLETED"
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("GATE", str(gate))
+    with served(create_app(serve_teams.gated, store=tmp_path / "gated.db")) as url:
+        c = await client(url)
+        request = text_message("slowly")
+        request.configuration.return_immediately = True
+        plain = await client(url, streaming=False)
+        task = await send(plain, request)
+        seen = []
+        async for response in c.subscribe(pb.SubscribeToTaskRequest(id=task.id)):
+            seen.append(response.WhichOneof("payload"))
+            if len(seen) == 1:
+                gate.touch()  # the team goes on once someone follows it
+        assert seen[0] == "task" and seen[-2:] == ["artifact_update", "status_update"]
+        assert state(await plain.get_task(pb.GetTaskRequest(id=task.id))) == "COMPLETED"
