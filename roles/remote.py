@@ -14,7 +14,8 @@ log like a model call: a resumed run answers it from the log, a rerun (``reuse=`
 answer is durable before it is used. After a crash in the middle of a call, the resumed run sends
 the same message again with the same ``messageId`` (a hash of the run, the role, the round and the
 request): a ``rolecast serve`` server meets it as the task it already started (never a second
-run); other A2A servers see the message twice.
+run; while that server process lives, which keeps the ids in memory); other A2A servers see the
+message twice.
 """
 
 from __future__ import annotations
