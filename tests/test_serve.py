@@ -260,6 +260,8 @@ async def test_the_http_api_starts_a_run_and_streams_its_events_resumably(tmp_pa
             # the same shapes as the studio's JSON
             page = (await http.get(f"/api/runs/{run_id}/events", params={"after": 0, "limit": 2000})).json()
             assert page["events"] == events
+            listed = (await http.get("/api/runs")).json()["runs"]
+            assert [r["run_id"] for r in listed] == [run_id]
             header = (await http.get(f"/api/runs/{run_id}")).json()
             assert header["status"] == "finished" and header["roles"] == ["Writer", "Reviewer"]
             missing = await http.get("/api/runs/no-such-run/stream")

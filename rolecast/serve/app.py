@@ -76,6 +76,7 @@ def create_app(
         Route(CARD_PATH, card, methods=["GET"]),
         *create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True),  # (clients of A2A 0.3 too)
         Route("/api/runs", api.start, methods=["POST"]),
+        Route("/api/runs", pages.api_runs, methods=["GET"]),
         Route("/api/runs/{run_id}", pages.api_run, methods=["GET"]),
         Route("/api/runs/{run_id}/events", pages.api_events, methods=["GET"]),
         Route("/api/runs/{run_id}/stream", api.stream, methods=["GET"]),

@@ -3,6 +3,7 @@
 Routes (JSON in and out; the shapes are the studio's, from the studio's own code)::
 
     POST /api/runs                               {"idea": "...", "rounds": 3} -> 201 {"run_id", "task_id", "status"}
+    GET  /api/runs                               the runs of the store (the studio's api_runs)
     GET  /api/runs/{run_id}                      the run's header and per-role totals (the studio's api_run)
     GET  /api/runs/{run_id}/events               its events, paginated ?after=SEQ&limit=N (the studio's api_events)
     GET  /api/runs/{run_id}/stream               its events as server-sent events, from ?after=SEQ or the
