@@ -185,6 +185,7 @@ class Team(Model):
     _log_after: int = PrivateAttr(default=0)
     _logged_start: bool = PrivateAttr(default=False)
     _recover: bool = PrivateAttr(default=False)
+    _cancel_why: str = PrivateAttr(default="")
 
     env: Environment
     investment: float = 10.0
@@ -465,7 +466,8 @@ class Team(Model):
                 self._save_on_failure(exc)
                 raise
         except BaseException as exc:  # cancelled, interrupted
-            reason = f"error: {type(exc).__name__}"
+            cancelled = isinstance(exc, asyncio.CancelledError) and self._cancel_why
+            reason = f"cancelled: {self._cancel_why}" if cancelled else f"error: {type(exc).__name__}"
             raise
         finally:
             cm = self.cost_manager
@@ -479,6 +481,11 @@ class Team(Model):
             finally:
                 log.release_lease()
         return History(self.env.history.get())
+
+    def cancel_reason(self, why: str) -> None:
+        """Say why this team's run is about to be cancelled (``task.cancel()``): its log's ``run_stopped``
+        then reads ``cancelled: WHY`` instead of ``error: CancelledError`` (``rolecast serve``'s cancel)."""
+        self._cancel_why = str(why).strip() or "cancelled"
 
     async def _round(self, run_deadline: float | None) -> None:
         """One round of the environment, within the round's and the run's deadlines (the nearer one

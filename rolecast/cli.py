@@ -11,6 +11,7 @@
     rolecast runs export RUN      the run's events as JSON lines
     rolecast runs fork|rerun|approve|reject|edit|delete|prune …   see rolecast.runs.commands
     rolecast studio               a local web page over the run store (the studio extra)
+    rolecast serve MODULE:ATTR    a team over A2A and HTTP, each task a durable run (the serve extra)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from . import __version__, enable_logging, studio
+from . import __version__, enable_logging, serve, studio
 from .context import default_context
 from .core.config import Config
 from .errors import ConfigError, RolecastError
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("n", type=int)
     runs_commands.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
+    serve.add_arguments(sub.add_parser("serve", help="serve a team over A2A and an HTTP API, each task a durable run"))
     argv, command_line = runs_commands.split_command(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
     if command_line is not None:  # (rolecast runs rerun RUN -- CMD ARGS…)
@@ -138,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "studio":
             studio.require()
             return studio.run_command(args)
+        if args.command == "serve":
+            serve.require()
+            return serve.run_command(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
         print(printable(f"rolecast: {type(exc).__name__}: {exc}"), file=sys.stderr)  # (names and ids in it escaped)

@@ -9,10 +9,11 @@ from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
 from .role_context import MessageQueue, RoleContext, RoleReactMode
 
 # ToolAgent brings the tool loops: loaded on first use (import stays light)
-_LAZY = {"ToolAgent": ".tool_agent"}
+_LAZY = {"ToolAgent": ".tool_agent", "RemoteAgent": ".remote"}
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 if TYPE_CHECKING:
+    from .remote import RemoteAgent
     from .tool_agent import ToolAgent
 
 library_logging("roles")
@@ -22,6 +23,7 @@ __all__ = [
     "PREFIX_TEMPLATE",
     "STATE_TEMPLATE",
     "MessageQueue",
+    "RemoteAgent",
     "Role",
     "RoleContext",
     "RoleReactMode",

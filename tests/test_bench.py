@@ -97,3 +97,17 @@ def test_main_job_benchmark_once(tmp_path: Path) -> None:
     # template's first tokens): 19.5 % of 712 tokens in the CI run of 2026-11-25, where a bound of 20 % failed.
     # tests/integration/test_prefix_reuse.py checks the cache itself, on prompts it controls.
     assert on["n_p_eval"] < 0.95 * on["prompt_tokens"]
+
+
+def test_serve_benchmark_quick():
+    pytest.importorskip("a2a")
+    import bench_serve
+
+    results = bench_serve.run(quick=True)
+    print(bench_serve.report(results))
+    medians = results["overhead"]["median_ms"]
+    # loose: serving must not multiply a task's cost (the figures to watch are in the full benchmark)
+    assert medians["a2a"] < 10 * medians["in_process"] + 500
+    assert medians["http"] < 10 * medians["in_process"] + 500
+    held = results["concurrency"][0]
+    assert held["working_at_once"] == held["completed"] == held["tasks"]
