@@ -29,10 +29,10 @@ from .core.config import Config, HostedConfig
 from .core.providers import OPENAI_COMPATIBLE, canonical_provider
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
-from .llm.registry import provider_factory
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
 from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
+from .llm.registry import provider_factory
 from .observe.printable import printable
 from .runs import commands as runs_commands
 

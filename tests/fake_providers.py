@@ -373,6 +373,6 @@ class FakeGemini(FakeService):
         for request in requests:
             text = "".join(p.get("text", "") for p in (request.get("content") or {}).get("parts") or [])
             _check(bool(text), "Unable to submit request because it has an empty text parameter.")
-            vectors.append({"values": [float((ord(ch) + i) % 7 + 1) for i, ch in
-                                       zip(range(self.dimensions), (text * self.dimensions)[:self.dimensions])]})
+            repeated = (text * self.dimensions)[: self.dimensions]  # a vector that depends on the text
+            vectors.append({"values": [float((ord(ch) + i) % 7 + 1) for i, ch in enumerate(repeated)]})
         return Sent(200, {"embeddings": vectors})

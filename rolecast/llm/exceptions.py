@@ -179,8 +179,8 @@ def anthropic_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") ->
     import anthropic
 
     def message(exc: Any) -> str:
-        body = exc.body if isinstance(getattr(exc, "body", None), dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        body: dict[str, Any] = exc.body if isinstance(getattr(exc, "body", None), dict) else {}
+        error: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else {}
         return str(error.get("message") or exc.message)
 
     mapping = dict(_status_mapping(

@@ -84,16 +84,15 @@ class AnthropicLLM(HostedLLM):
                                   "max_tokens": settings.max_tokens or self.default_max_tokens}
         if system:
             params["system"] = system
-        if settings.temperature is not None:
-            params["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            params["top_p"] = settings.top_p
         if stop:
             params["stop_sequences"] = stop
         if tools:
             params["tools"] = tools_of(tools)
-        if settings.extra:  # unknown to us, maybe known to the API (top_k, metadata, thinking …)
-            params["extra_body"] = dict(settings.extra)
+        # sampling fields in the body as is: recent SDKs no longer list them as arguments (newer models
+        # refuse them), older models take them; settings.extra: fields the API knows (top_k, thinking …)
+        sampling = {k: v for k, v in (("temperature", settings.temperature), ("top_p", settings.top_p)) if v is not None}
+        if sampling or settings.extra:
+            params["extra_body"] = {**sampling, **settings.extra}
         return params
 
     # ------------------------------------------------------------ provider hooks

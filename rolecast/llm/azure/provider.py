@@ -60,6 +60,6 @@ class AzureOpenAILLM(OpenAILLM):
         import openai
 
         return openai.AsyncAzureOpenAI(
-            api_key=self.api_key, api_version=self.api_version, azure_endpoint=self.base_url,
+            api_key=self.api_key, api_version=self.api_version, azure_endpoint=str(self.base_url),
             timeout=self.timeout, max_retries=0, http_client=self._http_client,
         )

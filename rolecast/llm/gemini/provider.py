@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 from ...core.config import HostedConfig
 from ...errors import ConfigError, LLMAPIError, LLMEmptyAnswerError, LLMError, LLMIncompleteError
@@ -82,7 +82,7 @@ class GeminiLLM(HostedLLM):
         client = self._proxied_client()
         if client is not None:
             options["httpx_async_client"] = client
-        return genai.Client(api_key=self.api_key, http_options=options)
+        return genai.Client(api_key=self.api_key, http_options=cast(Any, options))
 
     def _is_transient(self, exc: BaseException) -> bool:
         from google.genai import errors

@@ -1,0 +1,299 @@
+"""Every api_type of MetaGPT's config2.yaml, run end to end through rolecast's public API against a
+server on 127.0.0.1 speaking that provider's wire: Anthropic's Messages API and Gemini's API (the fakes
+in ``tests/fake_providers.py``, checked with the official SDKs below), and OpenAI's chat completions for
+Azure, Ollama and the OpenAI-compatible services (``tests/servers.py``).
+
+Each run: a MetaGPT-style team of two roles, one in react mode (its numeric state prompt answered by
+the provider's constrained choice), a native tool loop (``ToolAgent(style="function_calling")``), a
+stream, exact token counts and cost in the cost manager, 429-then-200 retried, a persistent 400 typed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+from fake_providers import Canned, FakeAnthropic, FakeGemini
+from servers import FakeOpenAIServer, Reply, error_body
+
+from actions import Action, UserRequirement
+from actions.tools import calculator
+from environment import Team
+from memory import Message
+from rolecast.context import Context
+from rolecast.errors import LLMAPIError, LLMRateLimitError
+from roles import Role
+from roles.tool_agent import ToolAgent
+
+pytestmark = pytest.mark.allow_model_requests
+
+KEY = "test-key"
+
+
+# ------------------------------------------------------------------------------------ the team
+class Draft(Action):
+    name: str = "Draft"
+
+    async def run(self, with_messages: list[Message] | None = None, **kwargs: Any) -> str:
+        return await self._aask(f"Draft a plan for: {with_messages[-1].content if with_messages else ''}")
+
+
+class Critique(Action):
+    name: str = "Critique"
+
+    async def run(self, with_messages: list[Message] | None = None, **kwargs: Any) -> str:
+        return await self._aask("Critique the plan above.")
+
+
+class Polish(Action):
+    name: str = "Polish"
+
+    async def run(self, with_messages: list[Message] | None = None, **kwargs: Any) -> str:
+        return await self._aask("Polish the plan.")
+
+
+class Planner(Role):
+    name: str = "Alice"
+    profile: str = "Planner"
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.set_actions([Draft])
+        self._watch([UserRequirement])
+
+
+class Reviewer(Role):
+    name: str = "Bob"
+    profile: str = "Reviewer"
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.set_actions([Critique, Polish])
+        self._watch([Draft])
+        self._set_react_mode("react", max_react_loop=2)
+
+
+# ---------------------------------------------------------------------- what the servers answer
+@dataclass
+class Script:
+    """What a fake answers, decided from the request as a model would: a choice (0, then 1), a tool
+    call while no tool result came back, the tool's result restated, or text."""
+
+    choices: Iterator[int]
+
+    def answer(self, *, choice: bool, tool: str | None, tool_result: str | None, prompt: str) -> dict[str, Any]:
+        if choice:
+            return {"choice": next(self.choices)}
+        if tool_result is not None:
+            return {"text": f"The answer is {tool_result}."}
+        if tool is not None:
+            return {"call": (tool, {"expression": "6*7"})}
+        return {"text": f"Done: {prompt[:20]}"}
+
+
+USAGE = (10, 3)  # every answer's tokens: (prompt, completion)
+
+
+def anthropic_respond(script: Script) -> Callable[[dict[str, Any]], Canned]:
+    def respond(body: dict[str, Any]) -> Canned:
+        forced = (body.get("tool_choice") or {}).get("name")
+        last = body["messages"][-1]["content"]
+        results = [b for b in last if b.get("type") == "tool_result"] if isinstance(last, list) else []
+        tools = [t["name"] for t in body.get("tools") or []]
+        text = last if isinstance(last, str) else "".join(b.get("text", "") for b in last)
+        got = script.answer(choice=forced == "answer", tool=tools[0] if tools and not forced else None,
+                            tool_result=results[0]["content"] if results else None, prompt=text)
+        if "choice" in got:
+            return Canned(calls=[("answer", got)], usage=USAGE)
+        if "call" in got:
+            return Canned(calls=[got["call"]], usage=USAGE)
+        return Canned(text=got["text"], usage=USAGE)
+
+    return respond
+
+
+def gemini_respond(script: Script) -> Callable[[dict[str, Any]], Canned]:
+    def respond(body: dict[str, Any]) -> Canned:
+        config = body.get("generationConfig") or {}
+        parts = body["contents"][-1]["parts"]
+        results = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        tools = [d["name"] for t in body.get("tools") or [] for d in t.get("functionDeclarations", [])]
+        got = script.answer(choice=config.get("responseMimeType") == "text/x.enum", tool=tools[0] if tools else None,
+                            tool_result=results[0]["response"]["result"] if results else None,
+                            prompt="".join(p.get("text", "") for p in parts))
+        if "choice" in got:
+            return Canned(text=str(got["choice"]), usage=USAGE)
+        if "call" in got:
+            return Canned(calls=[got["call"]], usage=USAGE)
+        return Canned(text=got["text"], usage=USAGE)
+
+    return respond
+
+
+def openai_respond(script: Script) -> Callable[[dict[str, Any]], Reply]:
+    def respond(request: dict[str, Any]) -> Reply:
+        fmt = request.get("response_format") or {}
+        last = request["messages"][-1]
+        tools = [t["function"]["name"] for t in request.get("tools") or []]
+        got = script.answer(choice=(fmt.get("json_schema") or {}).get("name") == "choice",
+                            tool=tools[0] if tools else None,
+                            tool_result=last["content"] if last["role"] == "tool" else None,
+                            prompt=str(last.get("content") or ""))
+        if "choice" in got:
+            return Reply(text=json.dumps(got), usage=USAGE)
+        if "call" in got:
+            name, arguments = got["call"]
+            call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            return Reply(text=None, tool_calls=[call], usage=USAGE)
+        return Reply(text=got["text"], usage=USAGE)
+
+    return respond
+
+
+# ------------------------------------------------------------------------------------- the wires
+MODELS = {
+    "anthropic": "claude-sonnet-4-6", "claude": "claude-haiku-4-5", "gemini": "gemini-2.5-flash",
+    "azure": "gpt-4o-mini", "ollama": "llama3.2", "deepseek": "deepseek-chat", "moonshot": "kimi-k2-0905-preview",
+    "openrouter": "anthropic/claude-sonnet-4.5", "siliconflow": "Qwen/Qwen2.5-72B-Instruct",
+    "mistral": "mistral-small-latest", "yi": "yi-lightning", "zhipuai": "glm-4.6", "dashscope": "qwen-plus",
+    "fireworks": "accounts/fireworks/models/llama-v3p1-8b-instruct", "open_llm": "my-local-model",
+}
+
+
+class Wire:
+    """One fake server, the config2.yaml ``llm:`` section pointing at it, and how to script errors."""
+
+    def __init__(self, api_type: str, script: Script):
+        self.api_type = api_type
+        if api_type in ("anthropic", "claude"):
+            self.fake: Any = FakeAnthropic(anthropic_respond(script), key=KEY).start()
+            url = self.fake.url
+        elif api_type == "gemini":
+            self.fake = FakeGemini(gemini_respond(script), key=KEY).start()
+            url = self.fake.url
+        else:
+            self.fake = FakeOpenAIServer(handler=openai_respond(script)).start()
+            url = {"azure": self.fake.url.removesuffix("/v1"),  # the resource's endpoint
+                   "ollama": self.fake.url.removesuffix("/v1") + "/api"}.get(api_type, self.fake.url)  # MetaGPT's
+        self.llm: dict[str, Any] = {"api_type": api_type, "model": MODELS[api_type], "base_url": url,
+                                    "api_key": KEY, "max_token": 256, "temperature": 0.0, "timeout": 10}
+        if api_type == "azure":
+            self.llm["api_version"] = "2024-10-21"
+        if api_type == "ollama":
+            del self.llm["api_key"]  # Ollama needs none
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.fake.bodies if hasattr(self.fake, "bodies") else self.fake.requests
+
+    def push_error(self, status: int, *, then_ok: bool) -> None:
+        headers = {"retry-after": "0"}
+        if isinstance(self.fake, FakeOpenAIServer):
+            kind = "rate_limit_exceeded" if status == 429 else "invalid_request_error"
+            error = Reply(status=status, body=error_body(f"canned {status}", type_=kind), headers=headers)
+            self.fake.push(*([error, Reply(text="recovered", usage=USAGE)] if then_ok else [error] * 5))
+        else:
+            error = Canned(status=status, headers=headers)
+            self.fake.push(*([error, Canned(text="recovered", usage=USAGE)] if then_ok else [error] * 5))
+
+    def stop(self) -> None:
+        self.fake.stop()
+
+
+API_TYPES = list(MODELS)
+
+
+@pytest.fixture
+def wire(request: pytest.FixtureRequest, tmp_path, monkeypatch) -> Iterator[Wire]:
+    made = Wire(request.param, Script(iter([0, 1])))
+    path = tmp_path / "config2.yaml"
+    path.write_text(yaml.safe_dump({"llm": made.llm}))
+    monkeypatch.setenv("ROLECAST_CONFIG", str(path))
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ROLECAST_MODEL", "ROLECAST_PROVIDER"):
+        monkeypatch.delenv(variable, raising=False)
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+def expected_cost(model: str, calls: int) -> float:
+    price = Context().cost_manager.price_of(model) or (0.0, 0.0)
+    return calls * (USAGE[0] * price[0] + USAGE[1] * price[1]) / 1_000_000
+
+
+@pytest.mark.parametrize("wire", API_TYPES, indirect=True)
+async def test_a_metagpt_config2_runs_a_team_a_tool_loop_and_a_stream(wire: Wire):
+    # a two-role team: Alice drafts (one call), Bob in react mode chooses twice and acts twice
+    reviewer = Reviewer()
+    team = Team(roles=[Planner(), reviewer])
+    await team.run(idea="a CLI that adds two numbers", n_round=3)
+    bob = [m for m in reviewer.get_memories() if m.sent_from == "Bob"]
+    assert [m.cause_by.split(".")[-1] for m in bob] == ["Critique", "Polish"]  # states 0 then 1, as chosen
+    assert team.env.history.get()[-1].content == "Done: Polish the plan."
+    totals = team.cost_manager.total
+    assert (totals.calls, totals.prompt_tokens, totals.completion_tokens) == (5, 50, 15)
+    free = wire.api_type == "ollama"
+    assert totals.cost == pytest.approx(0.0 if free else expected_cost(MODELS[wire.api_type], 5))
+
+    # a native tool loop: the calculator's result goes back to the model, which restates it
+    tools = Team(roles=[ToolAgent(tools=[calculator], style="function_calling")])
+    await tools.run(idea="What is 6 times 7?", n_round=1)
+    assert tools.env.history.get()[-1].content == "The answer is 42."
+    assert tools.cost_manager.total.calls == 2
+
+    # a stream, metered like any call
+    context = Context()
+    llm = context.llm()
+    with context.scope("Streamer"):
+        chunks = [chunk async for chunk in llm.stream("Say something")]
+    assert "".join(chunks) == "Done: Say something" and len(chunks) > 1
+    assert (context.cost_manager.total.prompt_tokens, context.cost_manager.total.completion_tokens) == USAGE
+    check_wire(wire)
+
+
+def check_wire(wire: Wire) -> None:
+    """What each wire's requests must have looked like."""
+    if isinstance(wire.fake, FakeAnthropic):
+        bodies = wire.fake.bodies
+        assert all(isinstance(b["max_tokens"], int) for b in bodies) and any(b.get("system") for b in bodies)
+        forced = [b for b in bodies if b.get("tool_choice")]  # the state choices: an enum, forced
+        assert [b["tools"][0]["input_schema"]["properties"]["choice"]["enum"] for b in forced] == [[-1, 0, 1]] * 2
+    elif isinstance(wire.fake, FakeGemini):
+        bodies = wire.fake.bodies
+        assert any(b.get("systemInstruction") for b in bodies)
+        enums = [b["generationConfig"]["responseSchema"]["enum"] for b in bodies
+                 if (b.get("generationConfig") or {}).get("responseMimeType") == "text/x.enum"]
+        assert enums == [["-1", "0", "1"]] * 2
+    else:
+        requests = wire.fake.requests
+        paths = {r["_path"].split("?")[0] for r in requests}
+        if wire.api_type == "azure":
+            assert paths == {"/openai/deployments/gpt-4o-mini/chat/completions"}
+            assert all(r["_headers"]["api-key"] == KEY and "api-version=2024-10-21" in r["_path"] for r in requests)
+        else:
+            assert paths == {"/v1/chat/completions"}  # Ollama too: MetaGPT's /api, sent to its /v1
+            key = "sk-no-key-required" if wire.api_type == "ollama" else KEY
+            assert all(r["_headers"]["authorization"] == f"Bearer {key}" for r in requests)
+        schemas = [r["response_format"]["json_schema"]["schema"] for r in requests if r.get("response_format")]
+        assert [s["properties"]["choice"]["enum"] for s in schemas] == [[-1, 0, 1]] * 2
+
+
+@pytest.mark.parametrize("wire", API_TYPES, indirect=True)
+async def test_a_rate_limit_is_retried_and_a_bad_request_is_typed(wire: Wire):
+    context = Context()
+    llm = context.llm()
+    wire.push_error(429, then_ok=True)
+    with context.scope():
+        assert await llm.ask("hello") == "recovered"
+    assert (context.cost_manager.total.failed, context.cost_manager.total.calls) == (1, 1)  # the 429 counted
+    asked = len(wire.requests)
+    wire.push_error(400, then_ok=False)
+    with pytest.raises(LLMAPIError) as caught, context.scope():
+        await llm.ask("hello")
+    assert caught.value.status_code == 400 and not isinstance(caught.value, LLMRateLimitError)
+    assert len(wire.requests) == asked + 1  # not retried
