@@ -90,7 +90,8 @@ class AnthropicLLM(HostedLLM):
             params["tools"] = tools_of(tools)
         # sampling fields in the body as is: recent SDKs no longer list them as arguments (newer models
         # refuse them), older models take them; settings.extra: fields the API knows (top_k, thinking …)
-        sampling = {k: v for k, v in (("temperature", settings.temperature), ("top_p", settings.top_p)) if v is not None}
+        pairs = (("temperature", settings.temperature), ("top_p", settings.top_p))
+        sampling = {k: v for k, v in pairs if v is not None}
         if sampling or settings.extra:
             params["extra_body"] = {**sampling, **settings.extra}
         return params
