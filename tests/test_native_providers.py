@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from fake_providers import Canned, FakeAnthropic, FakeGemini
+from pydantic import BaseModel
 from servers import FakeOpenAIServer, Reply, error_body
 
 from actions import Action, UserRequirement
@@ -25,7 +26,7 @@ from actions.tools import calculator
 from environment import Team
 from memory import Message
 from rolecast.context import Context
-from rolecast.errors import LLMAPIError, LLMRateLimitError
+from rolecast.errors import LLMAPIError, LLMIncompleteError, LLMRateLimitError
 from roles import Role
 from roles.tool_agent import ToolAgent
 
@@ -297,3 +298,123 @@ async def test_a_rate_limit_is_retried_and_a_bad_request_is_typed(wire: Wire):
         await llm.ask("hello")
     assert caught.value.status_code == 400 and not isinstance(caught.value, LLMRateLimitError)
     assert len(wire.requests) == asked + 1  # not retried
+
+
+# ------------------------------------------------------------------ the fakes, checked with the official SDKs
+@pytest.fixture
+def anthropic_fake() -> Iterator[FakeAnthropic]:
+    fake = FakeAnthropic(lambda body: Canned(text="Hello from the fake", usage=(12, 5)), key=KEY).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
+def gemini_fake() -> Iterator[FakeGemini]:
+    fake = FakeGemini(lambda body: Canned(text="Hello from the fake", usage=(12, 5)), key=KEY).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def test_the_anthropic_fake_answers_the_official_sdk_and_refuses_what_the_service_refuses(anthropic_fake):
+    import anthropic
+
+    client = anthropic.Anthropic(api_key=KEY, base_url=anthropic_fake.url, max_retries=0)
+    message = client.messages.create(model="claude-sonnet-4-6", max_tokens=64, system="be brief",
+                                     messages=[{"role": "user", "content": "hi"}])
+    assert message.content[0].text == "Hello from the fake" and message.usage.input_tokens == 12
+    with client.messages.stream(model="claude-sonnet-4-6", max_tokens=64,
+                                messages=[{"role": "user", "content": "hi"}]) as stream:
+        assert "".join(stream.text_stream) == "Hello from the fake"
+        assert stream.get_final_message().usage.output_tokens == 5
+    with pytest.raises(anthropic.BadRequestError, match="Unexpected role"):
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=64,
+                               messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+    with pytest.raises(anthropic.BadRequestError, match="non-empty"):
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=64,
+                               messages=[{"role": "user", "content": [{"type": "text", "text": ""}]}])
+    with pytest.raises(anthropic.BadRequestError, match="tool_result"):
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            {"role": "user", "content": "no result"}])
+    anthropic_fake.push(Canned(status=529))
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 529 and caught.value.body["error"]["type"] == "overloaded_error"
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic.Anthropic(api_key="wrong", base_url=anthropic_fake.url, max_retries=0).messages.create(
+            model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "x"}])
+
+
+def test_the_gemini_fake_answers_the_official_sdk_and_refuses_what_the_service_refuses(gemini_fake):
+    from google import genai
+    from google.genai import errors
+
+    client = genai.Client(api_key=KEY, http_options={"base_url": gemini_fake.url})
+    response = client.models.generate_content(model="gemini-2.5-flash", contents="hi",
+                                              config={"system_instruction": "be brief"})
+    assert response.text == "Hello from the fake" and response.usage_metadata.prompt_token_count == 12
+    streamed = client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
+    assert "".join(chunk.text or "" for chunk in streamed) == "Hello from the fake"
+    with pytest.raises(errors.ClientError, match="empty text"):
+        client.models.generate_content(model="gemini-2.5-flash",
+                                       contents=[{"role": "user", "parts": [{"text": ""}]}])
+    with pytest.raises(errors.ClientError, match="valid role"):
+        client.models.generate_content(model="gemini-2.5-flash",
+                                       contents=[{"role": "system", "parts": [{"text": "x"}]}])
+    with pytest.raises(errors.ClientError, match="enum"):
+        client.models.generate_content(model="gemini-2.5-flash", contents="pick", config={
+            "response_mime_type": "text/x.enum", "response_schema": {"type": "INTEGER", "enum": ["0", "1"]}})
+    embedded = client.models.embed_content(model="gemini-embedding-001", contents=["a", "b"])
+    assert len(embedded.embeddings) == 2 and len(embedded.embeddings[0].values) == FakeGemini.dimensions
+    gemini_fake.push(Canned(status=429))
+    with pytest.raises(errors.ClientError) as caught:
+        client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
+
+
+# ---------------------------------------------------------------------------- more of the seam, natively
+class Verdict(BaseModel):
+    verdict: str
+    score: int
+
+
+async def test_claude_structured_output_is_a_forced_tool_and_a_cut_stream_is_typed(anthropic_fake):
+    from rolecast.llm.anthropic import AnthropicLLM
+
+    llm = AnthropicLLM("claude-sonnet-4-6", api_key=KEY, base_url=anthropic_fake.url, retry_initial=0.01,
+                       retry_jitter=0.0)
+    anthropic_fake.push(Canned(calls=[("answer", {"verdict": "ok", "score": 3})]))
+    assert await llm.structured("Judge it", Verdict, system_msgs=["You judge."]) == Verdict(verdict="ok", score=3)
+    body = anthropic_fake.bodies[-1]
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"} and body["system"] == "You judge."
+    assert body["tools"][0]["input_schema"]["properties"]["score"] == {"title": "Score", "type": "integer"}
+    anthropic_fake.push(Canned(text="cut short here", cut=True))
+    with pytest.raises(LLMIncompleteError) as caught:
+        _ = [chunk async for chunk in llm.stream("hi")]
+    assert caught.value.partial == "cut short here"
+    anthropic_fake.push(Canned(status=529, headers={"retry-after": "0"}), Canned(text="after the overload"))
+    assert await llm.ask("hi") == "after the overload"
+    assert repr(llm) == "AnthropicLLM(model='claude-sonnet-4-6')"
+
+
+async def test_gemini_structured_output_is_a_json_schema_and_embeddings_are_metered(gemini_fake):
+    from rolecast.llm.gemini import GeminiLLM
+
+    llm = GeminiLLM("gemini-2.5-flash", api_key=KEY, base_url=gemini_fake.url)
+    gemini_fake.push(Canned(text='{"verdict": "ok", "score": 3}'))
+    context = Context()
+    with context.scope("Judge"):
+        assert await llm.structured("Judge it", Verdict) == Verdict(verdict="ok", score=3)
+        vectors = await llm.embed(["first text", "second text"], purpose="query")
+    config = gemini_fake.bodies[-2]["generationConfig"]
+    assert config["responseMimeType"] == "application/json" and config["responseJsonSchema"]["required"] == [
+        "verdict", "score"]
+    assert [r["taskType"] for r in gemini_fake.bodies[-1]["requests"]] == ["RETRIEVAL_QUERY"] * 2
+    assert len(vectors) == 2 and vectors[0] != vectors[1]
+    assert abs(sum(x * x for x in vectors[0]) - 1.0) < 1e-9
+    assert context.cost_manager.total.calls == 2
