@@ -418,3 +418,25 @@ async def test_gemini_structured_output_is_a_json_schema_and_embeddings_are_mete
     assert len(vectors) == 2 and vectors[0] != vectors[1]
     assert abs(sum(x * x for x in vectors[0]) - 1.0) < 1e-9
     assert context.cost_manager.total.calls == 2
+
+
+async def test_a_claude_call_is_an_otel_span_with_gen_ai_system_anthropic(anthropic_fake):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rolecast.llm.anthropic import AnthropicLLM
+    from rolecast.observe.tracing import instrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    llm = AnthropicLLM("claude-sonnet-4-6", api_key=KEY, base_url=anthropic_fake.url)
+    team = Team(llm=llm, roles=[Planner()])
+    instrument(team, provider)
+    await team.run(idea="a plan", n_round=1)
+    chat = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    assert [(s.attributes["gen_ai.system"], s.attributes["gen_ai.usage.input_tokens"]) for s in chat] == [
+        ("anthropic", 12)]
+    assert all(KEY not in str(dict(s.attributes)) for s in exporter.get_finished_spans())

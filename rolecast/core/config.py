@@ -151,6 +151,7 @@ class OpenAIConfig(_ProviderConfig):
     api_key: SecretStr | None = None
     base_url: str | None = None
     proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
+    api_version: str | None = Field(default=None, description="MetaGPT's field: only Azure takes one")
     timeout: float = 60.0
     max_retries: int = 3
     deadline: float | None = Field(
@@ -167,6 +168,13 @@ class OpenAIConfig(_ProviderConfig):
         description="whether the server takes a GBNF grammar (llama.cpp's grammar, vLLM's guided_grammar); "
         "None = send one and stop on a rejection",
     )
+
+
+    @model_validator(mode="after")
+    def _no_api_version(self) -> OpenAIConfig:
+        if self.api_version:
+            raise ValueError("api_version is Azure OpenAI's: configure it with api_type: azure")
+        return self
 
 
 class LocalConfig(_ProviderConfig):
