@@ -31,6 +31,8 @@ from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.ollama.provider import openai_url
+from .llm.openai.presets import preset_url
 from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .llm.registry import provider_factory
 from .observe.printable import printable
@@ -79,12 +81,8 @@ def _hosted_server(cfg: HostedConfig) -> str:
     """Where a hosted provider's calls go (a preset without its required base_url: the run's ConfigError)."""
     name = canonical_provider(cfg.provider)
     if name == "ollama":
-        from .llm.ollama.provider import openai_url
-
         return f"{openai_url(cfg.base_url)} (Ollama's OpenAI-compatible API)"
     if name in OPENAI_COMPATIBLE:
-        from .llm.openai.presets import preset_url
-
         return preset_url(cfg)
     defaults = {"anthropic": "https://api.anthropic.com", "gemini": "https://generativelanguage.googleapis.com"}
     return cfg.base_url or defaults.get(name) or "(none: base_url is required)"

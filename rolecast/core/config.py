@@ -52,7 +52,7 @@ from pydantic import (
 )
 
 from ..errors import ConfigError
-from .providers import HOSTED_PROVIDERS
+from .providers import HOSTED_PROVIDERS, key_variables
 from .settings import LLMSettings
 
 _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
@@ -408,8 +408,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _hosted_key(provider: str, env: Mapping[str, str]) -> dict[str, Any]:
     """``{"api_key": ...}`` from the provider's own variable (ANTHROPIC_API_KEY …), if one is set."""
-    from .providers import key_variables
-
     for variable in key_variables(provider):
         if env.get(variable):
             return {"api_key": env[variable]}

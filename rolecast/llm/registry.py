@@ -99,7 +99,7 @@ def provider_factory(name: str) -> ProviderFactory:
             register_provider(name, factory)
             return factory
     names = sorted({*_FACTORIES, *_BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))})
-    close = difflib.get_close_matches(name, names, n=1)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(f"no model provider named {name!r}{hint}; known: {', '.join(names)}")
 
