@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -33,6 +34,8 @@ class Canned:
     headers: dict[str, str] = field(default_factory=dict)
     #: a stream cut before its last event
     cut: bool = False
+    #: seconds to wait before answering (a slow service)
+    delay: float = 0.0
 
 
 class Invalid(Exception):
@@ -51,6 +54,7 @@ class Sent:
     body: Any = None
     events: list[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
 
 
 class FakeService:
@@ -94,6 +98,8 @@ class FakeService:
                     body = None
                 service.requests.append({"path": url.path, "query": url.query, "headers": headers, "body": body})
                 sent = service.serve(url.path, parse_qs(url.query), headers, body)
+                if sent.delay:
+                    time.sleep(sent.delay)
                 try:
                     self._send(sent)
                 except (BrokenPipeError, ConnectionResetError):
@@ -158,8 +164,8 @@ class FakeAnthropic(FakeService):
         if canned.status != 200:
             return self.error(canned.status, canned.error or "api_error", f"canned {canned.status}", canned.headers)
         if body.get("stream"):
-            return Sent(200, events=self.events(body, canned), headers=canned.headers)
-        return Sent(200, self.message(body, canned), headers=canned.headers)
+            return Sent(200, events=self.events(body, canned), headers=canned.headers, delay=canned.delay)
+        return Sent(200, self.message(body, canned), headers=canned.headers, delay=canned.delay)
 
     @staticmethod
     def error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Sent:

@@ -440,3 +440,24 @@ async def test_a_claude_call_is_an_otel_span_with_gen_ai_system_anthropic(anthro
     assert [(s.attributes["gen_ai.system"], s.attributes["gen_ai.usage.input_tokens"]) for s in chat] == [
         ("anthropic", 12)]
     assert all(KEY not in str(dict(s.attributes)) for s in exporter.get_finished_spans())
+
+
+async def test_claude_calls_keep_their_deadline_budget_and_the_requests_switch(anthropic_fake, monkeypatch):
+    from rolecast.accounting.cost import CostManager
+    from rolecast.errors import BudgetExceeded, LLMTimeoutError, ModelRequestsBlocked
+    from rolecast.llm.anthropic import AnthropicLLM
+
+    llm = AnthropicLLM("claude-opus-4-1", api_key=KEY, base_url=anthropic_fake.url, timeout=0.3, max_retries=1,
+                       retry_initial=0.01, retry_jitter=0.0)
+    anthropic_fake.push(Canned(text="late", delay=1.0), Canned(text="late", delay=1.0))
+    with pytest.raises(LLMTimeoutError, match="after 2 attempts"):
+        await llm.ask("hi")
+    asked = len(anthropic_fake.requests)
+    # a budget too small for the worst case (prompt + max_tokens at Opus 4.1's price) refuses before sending
+    context = Context(cost_manager=CostManager(max_budget=0.001))
+    with pytest.raises(BudgetExceeded), context.scope():
+        await llm.ask("hi", settings={"max_tokens": 4096})
+    monkeypatch.setenv("ROLECAST_ALLOW_MODEL_REQUESTS", "0")
+    with pytest.raises(ModelRequestsBlocked):
+        await llm.ask("hi")
+    assert len(anthropic_fake.requests) == asked  # neither reached the server
