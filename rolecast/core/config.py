@@ -297,7 +297,7 @@ def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | Hosted
         config: OpenAIConfig | LocalConfig | AutoConfig | HostedConfig | PluginConfig = _adapter().validate_python(
             with_provider_names(fields))
     except ValidationError as exc:
-        raise ConfigError(f"invalid model configuration: {_explain(exc)}") from exc
+        raise ConfigError(f"invalid model configuration: {_explain(exc)}") from None  # (no values: a key among them)
     return config
 
 
@@ -354,8 +354,9 @@ class Config(BaseModel):
     def from_data(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
         try:
             return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(f"{source} is invalid: {exc}") from exc
+        except ValidationError as exc:  # (each error's place and reason: never the values, a key among them)
+            reasons = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{source} is invalid: {reasons}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, use_files: bool = True) -> Config:
