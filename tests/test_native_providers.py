@@ -11,8 +11,10 @@ stream, exact token counts and cost in the cost manager, 429-then-200 retried, a
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +34,7 @@ from roles.tool_agent import ToolAgent
 
 pytestmark = pytest.mark.allow_model_requests
 
-KEY = "test-key"
+KEY = "sk-fake-5ecret-key"  # distinctive: no run log, span or message may hold it
 
 
 # ------------------------------------------------------------------------------------ the team
@@ -255,6 +257,10 @@ async def test_a_metagpt_config2_runs_a_team_a_tool_loop_and_a_stream(wire: Wire
     assert "".join(chunks) == "Done: Say something" and len(chunks) > 1
     assert (context.cost_manager.total.prompt_tokens, context.cost_manager.total.completion_tokens) == USAGE
     check_wire(wire)
+    store = Path(os.environ["ROLECAST_STORE"])  # the run log of both teams (and its journal, if any)
+    written = [f for p in store.parent.glob(store.name + "*") for f in ([p] if p.is_file() else p.rglob("*"))]
+    assert written and all(KEY.encode() not in f.read_bytes() for f in written if f.is_file())
+    assert team.run_id and tools.run_id
 
 
 def check_wire(wire: Wire) -> None:
