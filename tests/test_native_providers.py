@@ -467,3 +467,14 @@ async def test_claude_calls_keep_their_deadline_budget_and_the_requests_switch(a
     with pytest.raises(ModelRequestsBlocked):
         await llm.ask("hi")
     assert len(anthropic_fake.requests) == asked  # neither reached the server
+
+
+async def test_gemini_settings_the_sdk_does_not_know_are_a_usage_error(gemini_fake):
+    from rolecast.errors import UsageError
+    from rolecast.llm.gemini import GeminiLLM
+
+    llm = GeminiLLM("gemini-2.5-flash", api_key=KEY, base_url=gemini_fake.url)
+    with pytest.raises(UsageError, match="refused the request's config"):
+        await llm.ask("hi", settings={"extra": {"top_kk": 3}})
+    assert await llm.ask("hi", settings={"extra": {"top_k": 3}}) == "Hello from the fake"
+    assert gemini_fake.bodies[-1]["generationConfig"]["topK"] == 3

@@ -96,6 +96,7 @@ def test_what_a_preset_lacks_is_a_config_error_saying_what_to_set(tmp_path):
 def test_every_hosted_name_is_built_in_and_named_models_are_services(tmp_path):
     for name in HOSTED_PROVIDERS:
         assert isinstance(LLMConfig(api_type=name), HostedConfig)
+    assert type(create_llm(LLMConfig(api_type="human"))).__name__ == "HumanProvider"  # MetaGPT's human
     assert set(OPENAI_COMPATIBLE) <= set(HOSTED_PROVIDERS)
     env = config2(tmp_path, {"api_type": "openai", "model": "gpt-4o-mini", "api_key": SECRET},
                   models={"claude": {"api_type": "claude", "model": "claude-haiku-4-5", "api_key": SECRET}})

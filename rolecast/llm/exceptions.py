@@ -195,6 +195,7 @@ def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
     """google-genai exceptions → rolecast errors (429 RESOURCE_EXHAUSTED is a rate limit)."""
     import httpx
     from google.genai import errors
+    from pydantic import ValidationError
 
     def body(exc: Any) -> Any:
         try:
@@ -208,6 +209,8 @@ def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
         lambda exc: str(exc.message or exc.status or ""), body, attempts, f"the Gemini API {url}".rstrip(),
     ))
     mapping[httpx.TimeoutException] = mapping[TimeoutError]
+    # the SDK validates the request's config itself: a field it does not know (from settings.extra)
+    mapping[ValidationError] = lambda exc: UsageError(f"google-genai refused the request's config: {exc}")
     try:  # google-genai may send through httpx2 (a fork under its own name)
         import httpx2
 

@@ -44,6 +44,7 @@ _BUILT_IN = {
     "claude": ("rolecast.llm.anthropic.provider", "AnthropicLLM"),
     "gemini": ("rolecast.llm.gemini.provider", "GeminiLLM"),
     "azure": ("rolecast.llm.azure.provider", "AzureOpenAILLM"),
+    "human": ("rolecast.llm.human", "from_config"),  # a person answers (MetaGPT's HumanProvider)
     **{name: ("rolecast.llm.ollama.provider", "OllamaLLM")
        for name in ("ollama", "ollama.generate", "ollama.embeddings", "ollama.embed")},
     **{name: ("rolecast.llm.openai.presets", "from_config")
