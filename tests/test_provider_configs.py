@@ -160,3 +160,16 @@ def test_an_invalid_configuration_says_where_without_echoing_its_values(tmp_path
     with pytest.raises(ConfigError, match="api_key") as caught:
         Config.from_env(env)
     assert SECRET not in str(caught.value)
+
+
+def test_a_full_metagpt_config2_reads_unchanged_and_its_global_proxy_applies(tmp_path):
+    env = config2(
+        tmp_path, {"api_type": "claude", "model": "claude-sonnet-4-6", "api_key": SECRET},
+        proxy="http://127.0.0.1:3128", repair_llm_output=True, embedding={"api_type": "openai", "api_key": SECRET},
+        search={"api_type": "ddg"}, mermaid={"engine": "nodejs"}, workspace={"path": "/tmp"},
+        models={"fast": {"api_type": "deepseek", "model": "deepseek-chat", "api_key": SECRET}},
+    )
+    config = Config.from_env(env)
+    assert config.llm.proxy == "http://127.0.0.1:3128" and config.services["fast"].proxy == "http://127.0.0.1:3128"
+    with pytest.raises(ConfigError, match="not_a_metagpt_section"):
+        Config.from_env(config2(tmp_path, {"api_type": "claude"}, not_a_metagpt_section=1))

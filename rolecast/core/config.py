@@ -320,6 +320,7 @@ class Config(BaseModel):
                 data["services"] = {**data.pop("models"), **(data.get("services") or {})}
             if isinstance(data.get("services"), Mapping):
                 data["services"] = {k: with_provider_names(v) for k, v in data["services"].items()}
+            return _metagpt_sections(data)
         return data
 
     def get_openai_llm(self) -> OpenAIConfig | None:
@@ -377,6 +378,35 @@ class Config(BaseModel):
         if infer_provider(merged) == "hosted" and merged.get("api_key") is None:
             merged.update(_hosted_key(str(merged["provider"]), env))
         return cls.from_data({**data, "llm": merged}, source=source)
+
+
+#: the other sections of MetaGPT's config2.yaml: accepted so that its file reads unchanged, unused here
+_METAGPT_SECTIONS = frozenset({
+    "embedding", "omniparse", "search", "enable_search", "browser", "mermaid", "s3", "redis", "repair_llm_output",
+    "prompt_schema", "workspace", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
+    "exp_pool", "role_zero", "roles", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
+    "iflytek_app_id", "iflytek_api_secret", "iflytek_api_key", "azure_tts_subscription_key", "azure_tts_region",
+    "agentops_api_key", "mmdc", "puppeteer_config", "pyppeteer_executable_path", "mermaid_engine",
+})
+
+
+def _metagpt_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """MetaGPT's top-level sections rolecast has no use for dropped, and its global ``proxy`` given to
+    each model that can use one and names none (as MetaGPT does)."""
+    proxy = data.pop("proxy", None)
+    data = {k: v for k, v in data.items() if k not in _METAGPT_SECTIONS}
+    if not proxy:
+        return data
+
+    def proxied(model: Any) -> Any:
+        takes_one = isinstance(model, Mapping) and infer_provider(model) in ("openai", "hosted")
+        return {**model, "proxy": proxy} if takes_one and "proxy" not in model else model
+
+    if "llm" in data:
+        data["llm"] = proxied(data["llm"])
+    if isinstance(data.get("services"), Mapping):
+        data["services"] = {name: proxied(model) for name, model in data["services"].items()}
+    return data
 
 
 #: where per-user configuration files live
