@@ -478,3 +478,19 @@ async def test_gemini_settings_the_sdk_does_not_know_are_a_usage_error(gemini_fa
         await llm.ask("hi", settings={"extra": {"top_kk": 3}})
     assert await llm.ask("hi", settings={"extra": {"top_k": 3}}) == "Hello from the fake"
     assert gemini_fake.bodies[-1]["generationConfig"]["topK"] == 3
+
+
+@pytest.mark.parametrize("which", ["claude", "gemini"])
+async def test_a_native_model_closes_its_connections(which, anthropic_fake, gemini_fake):
+    from rolecast.llm.anthropic import AnthropicLLM
+    from rolecast.llm.gemini import GeminiLLM
+
+    if which == "claude":
+        llm: Any = AnthropicLLM("claude-sonnet-4-6", api_key=KEY, base_url=anthropic_fake.url)
+    else:
+        llm = GeminiLLM("gemini-2.5-flash", api_key=KEY, base_url=gemini_fake.url)
+    assert await llm.ask("hi") == "Hello from the fake"
+    await llm.aclose()
+    assert llm._client is None
+    assert await llm.ask("again") == "Hello from the fake"  # a new client on the next call
+    await llm.aclose()

@@ -165,7 +165,10 @@ class HostedLLM(BaseLLM):
     async def aclose(self) -> None:
         """Close the connections this instance opened (a caller's ``http_client`` stays open)."""
         client, self._client, self._client_loop = self._client, None, None
-        close = getattr(client, "close", None) or getattr(client, "aclose", None)
+        if client is None:
+            return
+        # google-genai's async half closes with aio.aclose(); anthropic's client with close()
+        close = getattr(getattr(client, "aio", None), "aclose", None) or getattr(client, "close", None)
         if close is not None:
             result = close()
             if asyncio.iscoroutine(result):
