@@ -494,3 +494,20 @@ async def test_a_native_model_closes_its_connections(which, anthropic_fake, gemi
     assert llm._client is None
     assert await llm.ask("again") == "Hello from the fake"  # a new client on the next call
     await llm.aclose()
+
+
+def test_rolecast_ask_streams_claude_into_the_console(anthropic_fake, tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "config2.yaml"
+    path.write_text(yaml.safe_dump({"llm": {"api_type": "claude", "model": "claude-sonnet-4-6", "api_key": KEY,
+                                            "base_url": anthropic_fake.url}}))
+    root = Path(__file__).resolve().parent.parent
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(root), "ROLECAST_CONFIG": str(path),
+           "ROLECAST_ALLOW_MODEL_REQUESTS": "1", "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "rolecast.cli", "ask", "hello"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Hello from the fake\n" and anthropic_fake.bodies[-1]["stream"] is True
+    assert KEY not in out.stdout + out.stderr
