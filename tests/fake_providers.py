@@ -262,6 +262,9 @@ def _check(condition: bool, message: str) -> None:
         raise Invalid(message, 400, "INVALID_ARGUMENT")
 
 
+#: the opaque thought signature the fake attaches to function calls (base64, as the API sends bytes)
+SIGNATURE = "c2lnbmF0dXJlLW9mLWEtdGhvdWdodA=="
+
 #: the data fields a Part may have (exactly one)
 _PART_FIELDS = ("text", "inlineData", "functionCall", "functionResponse", "fileData", "executableCode",
                 "codeExecutionResult")
@@ -284,13 +287,13 @@ class FakeGemini(FakeService):
                 return self.embed(body)
             if method not in ("generateContent", "streamGenerateContent"):
                 raise Invalid(f"unknown method {method}", 404, "NOT_FOUND")
-            self.validate(body)
+            version = model.rsplit("/", 1)[-1]
+            self.validate(body, signatures_required=version.startswith("gemini-3"))
             canned = self.canned(body)
         except Invalid as exc:
             return self.error(exc.status, exc.kind, str(exc))
         if canned.status != 200:
             return self.error(canned.status, canned.error, f"canned {canned.status}", canned.headers)
-        version = model.rsplit("/", 1)[-1]
         if method == "streamGenerateContent":
             _check(query.get("alt") == ["sse"], "only alt=sse streams are faked")
             return Sent(200, events=self.events(version, canned), headers=canned.headers)
@@ -303,7 +306,8 @@ class FakeGemini(FakeService):
                                        "status": kind or statuses.get(status, "UNKNOWN")}}, headers=headers or {})
 
     @staticmethod
-    def validate(body: Any) -> None:
+    def validate(body: Any, *, signatures_required: bool = False) -> None:
+        """As the API checks a request; Gemini 3 models also want each functionCall's thoughtSignature back."""
         _check(isinstance(body, dict), "Invalid JSON payload")
         contents = body.get("contents")
         _check(isinstance(contents, list) and bool(contents), "* GenerateContentRequest.contents: contents is not "
@@ -324,6 +328,8 @@ class FakeGemini(FakeService):
                            "parameter. Add a value to the parameter and try again.")
                 if "functionCall" in part:
                     _check(role == "model", "functionCall parts belong to the model")
+                    _check(not signatures_required or bool(part.get("thoughtSignature")),
+                           "Function call is missing a thought_signature in functionCall parts.")
                     calls.append(part["functionCall"].get("name"))
                 if "functionResponse" in part:
                     answered.append(part["functionResponse"].get("name"))
@@ -355,7 +361,8 @@ class FakeGemini(FakeService):
     def response(self, version: str, canned: Canned, text: str, *, final: bool) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"text": text}] if text else []
         if final:
-            parts += [{"functionCall": {"name": name, "args": args}} for name, args in canned.calls]
+            parts += [{"functionCall": {"name": name, "args": args}, "thoughtSignature": SIGNATURE}
+                      for name, args in canned.calls]
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
         answer: dict[str, Any] = {"candidates": [candidate], "modelVersion": version,
                                   "responseId": uuid.uuid4().hex[:16]}

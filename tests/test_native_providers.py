@@ -511,3 +511,18 @@ def test_rolecast_ask_streams_claude_into_the_console(anthropic_fake, tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Hello from the fake\n" and anthropic_fake.bodies[-1]["stream"] is True
     assert KEY not in out.stdout + out.stderr
+
+
+async def test_a_gemini_3_tool_loop_sends_each_calls_thought_signature_back(gemini_fake):
+    from fake_providers import SIGNATURE
+
+    from rolecast.llm.gemini import GeminiLLM
+
+    gemini_fake.respond = gemini_respond(Script(iter([])))
+    llm = GeminiLLM("gemini-3-pro-preview", api_key=KEY, base_url=gemini_fake.url)
+    agent = ToolAgent(tools=[calculator], style="function_calling", llm=llm)
+    reply = await agent.run("What is 6 times 7?")
+    assert reply.content == "The answer is 42."
+    history = gemini_fake.bodies[-1]["contents"]
+    call = next(p for c in history for p in c["parts"] if "functionCall" in p)
+    assert call["thoughtSignature"] == SIGNATURE and call["functionCall"]["name"] == "calculator"

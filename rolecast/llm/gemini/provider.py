@@ -57,6 +57,8 @@ class GeminiLLM(HostedLLM):
         self.api_version = api_version
         self.embedding_model = embedding_model
         self._call_ids = itertools.count()
+        #: the thought signature of each function call made to this instance, sent back with the call
+        self._signatures: dict[str, bytes] = {}
 
     @classmethod
     def from_config(cls, cfg: HostedConfig, **kwargs: Any) -> GeminiLLM:
@@ -100,7 +102,7 @@ class GeminiLLM(HostedLLM):
         return gemini_mapping(attempts, self.base_url or "")
 
     def _config(self, messages: Messages, stop: list[str] | None, settings: LLMSettings) -> tuple[Any, Any]:
-        system, contents = contents_of(messages)
+        system, contents = contents_of(messages, self._signatures)
         config: dict[str, Any] = {"max_output_tokens": settings.max_tokens or self.default_max_tokens,
                                   "automatic_function_calling": {"disable": True}}
         if system:
@@ -123,7 +125,7 @@ class GeminiLLM(HostedLLM):
             lambda client: client.aio.models.generate_content(model=self.model, contents=contents, config=config),
             settings,
         )
-        text, calls, finish = response_parts(response, next(self._call_ids) * 100)
+        text, calls, finish = response_parts(response, next(self._call_ids) * 100, self._signatures)
         if not text and not calls:
             raise LLMEmptyAnswerError(f"Gemini answered with no text and no function call (finish_reason={finish})")
         return Completion(text=truncate_at_stop(text, stop), usage=usage_of(response.usage_metadata),

@@ -33,7 +33,7 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def _call_part(call: dict[str, Any]) -> dict[str, Any]:
+def _call_part(call: dict[str, Any], signatures: dict[str, bytes]) -> dict[str, Any]:
     function = call.get("function") or {}
     raw = function.get("arguments") or "{}"
     try:
@@ -46,11 +46,16 @@ def _call_part(call: dict[str, Any]) -> dict[str, Any]:
     call_id = str(call.get("id") or "")
     if call_id and not call_id.startswith(GENERATED_ID):
         part["id"] = call_id
+    if call_id in signatures:  # the model's thought signature goes back with its call (Gemini 3 requires it)
+        return {"function_call": part, "thought_signature": signatures[call_id]}
     return {"function_call": part}
 
 
-def contents_of(messages: Messages) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(system_instruction, contents)`` for ``generateContent``."""
+def contents_of(
+    messages: Messages, signatures: dict[str, bytes] | None = None,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system_instruction, contents)`` for ``generateContent``; ``signatures``: the thought signature
+    of each function call the model made, by call id."""
     system: list[str] = []
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool-call id -> function name, for functionResponse
@@ -73,7 +78,7 @@ def contents_of(messages: Messages) -> tuple[str | None, list[dict[str, Any]]]:
                 parts.append({"text": text})
             for call in message.get("tool_calls") or []:
                 names[str(call.get("id") or "")] = str((call.get("function") or {}).get("name") or "")
-                parts.append(_call_part(call))
+                parts.append(_call_part(call, signatures or {}))
         else:
             raise UsageError(f"the Gemini provider cannot send a message of role {role!r}")
         if not parts:
@@ -114,8 +119,11 @@ def usage_of(metadata: Any) -> Usage:
     return Usage(int(getattr(metadata, "prompt_token_count", 0) or 0), output)
 
 
-def response_parts(response: Any, counter: int = 0) -> tuple[str, list[ToolCall], str | None]:
-    """The text, the function calls and the finish reason of a response's first candidate."""
+def response_parts(
+    response: Any, counter: int = 0, signatures: dict[str, bytes] | None = None,
+) -> tuple[str, list[ToolCall], str | None]:
+    """The text, the function calls and the finish reason of a response's first candidate; each
+    call's thought signature, if it has one, is put in ``signatures`` under the call's id."""
     candidates = getattr(response, "candidates", None) or []
     if not candidates:
         return "", [], None
@@ -133,5 +141,7 @@ def response_parts(response: Any, counter: int = 0) -> tuple[str, list[ToolCall]
             call_id = str(call.id) if getattr(call, "id", None) else f"{GENERATED_ID}{counter + len(calls)}"
             calls.append(ToolCall(id=call_id, name=str(call.name),
                                   arguments=json.dumps(call.args or {}, ensure_ascii=False)))
+            if signatures is not None and getattr(part, "thought_signature", None):
+                signatures[call_id] = part.thought_signature
     finish = getattr(candidate, "finish_reason", None)
     return "".join(texts), calls, (str(getattr(finish, "value", finish)) if finish is not None else None)
