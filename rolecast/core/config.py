@@ -11,8 +11,12 @@ Read only when a model is first needed (never at import). Sources, later wins:
 A model's configuration is one member of a union discriminated by ``provider``, each
 with only its own fields and its call settings in ``settings``
 (:class:`~rolecast.llm.base.LLMSettings`): :class:`OpenAIConfig`, :class:`LocalConfig`,
-:class:`PluginConfig` (a provider a plugin registered), and :class:`AutoConfig` (no
-provider named: the embedded model, when installed). :func:`LLMConfig` builds the right
+:class:`HostedConfig` (every other ``api_type`` of MetaGPT's ``config2.yaml``: anthropic /
+claude, gemini, azure, ollama and the OpenAI-compatible services, see
+:mod:`rolecast.core.providers`), :class:`PluginConfig` (a provider a plugin registered), and
+:class:`AutoConfig` (no provider named: the embedded model, when installed). MetaGPT's
+``config2.yaml`` reads unchanged: ``api_type``, ``max_token``, named ``models`` (services here),
+its global ``proxy``; its sections rolecast has no use for are accepted and ignored. :func:`LLMConfig` builds the right
 one: an explicit ``provider`` wins, a ``.gguf`` model or ``model_path`` means local, a
 key, base URL or model name means OpenAI-compatible. ``temperature``, ``max_tokens``,
 ``top_p`` and ``seed`` may be given beside the other fields; they go into ``settings``.
