@@ -26,12 +26,16 @@ from pydantic import SecretStr
 
 from . import __version__, enable_logging, serve, studio
 from .context import default_context
-from .core.config import Config
+from .core.config import Config, HostedConfig
+from .core.providers import OPENAI_COMPATIBLE, canonical_provider
 from .errors import ConfigError, RolecastError
 from .llm import local_model_available, resolve_provider
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.ollama.provider import openai_url
+from .llm.openai.presets import preset_url
 from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
+from .llm.registry import provider_factory
 from .observe.printable import printable
 from .runs import commands as runs_commands
 
@@ -70,6 +74,38 @@ def _model_rows(provider: str, cfg: Any) -> None:
         _row("server", getattr(cfg, "base_url", None) or "https://api.openai.com/v1")
     else:
         _row("model", cfg.model or "(provider default)")
+        if isinstance(cfg, HostedConfig):
+            _row("server", _hosted_server(cfg))
+
+
+def _hosted_server(cfg: HostedConfig) -> str:
+    """Where a hosted provider's calls go (a preset without its required base_url: the run's ConfigError)."""
+    name = canonical_provider(cfg.provider)
+    if name == "ollama":
+        return f"{openai_url(cfg.base_url)} (Ollama's OpenAI-compatible API)"
+    if name in OPENAI_COMPATIBLE:
+        return preset_url(cfg)
+    defaults = {"anthropic": "https://api.anthropic.com", "gemini": "https://generativelanguage.googleapis.com"}
+    return cfg.base_url or defaults.get(name) or "(none: base_url is required)"
+
+
+#: a configuration field with one of these in its name holds a credential: never shown
+_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "auth", "cookie")
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A field's value as ``info`` shows it: a credential (a SecretStr, or a field named like one,
+    nested ones too) as "set"."""
+    lowered = name.lower()
+    if isinstance(value, SecretStr) or (
+        value is not None and any(w in lowered for w in _SECRET_WORDS) and not lowered.endswith("tokens")
+    ):
+        return "set"
+    if isinstance(value, dict):
+        return {k: _shown(str(k), v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown(name, v) for v in value]
+    return value
 
 
 def _info() -> int:
@@ -77,14 +113,14 @@ def _info() -> int:
     cfg = config.llm
     decided = " (decided: nothing configured)" if cfg.provider == "auto" else ""
     provider = resolve_provider(cfg)
+    if provider not in ("local", "openai"):
+        provider_factory(provider)  # a provider nothing provides: the ConfigError a run would raise
     _row("provider", provider + decided)
     _model_rows(provider, cfg)
     for name, value in cfg:
         if name in ("provider", "model", "settings", "model_path", "base_url"):
             continue
-        if isinstance(value, SecretStr):
-            value = "set"
-        _row(name, "(provider default)" if value is None else value)
+        _row(name, "(provider default)" if value is None else _shown(name, value))
     settings = cfg.settings.model_dump(exclude_none=True, exclude_defaults=True)
     if settings:
         _row("settings", settings)

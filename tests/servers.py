@@ -148,6 +148,7 @@ class FakeOpenAIServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 request["_path"] = self.path
+                request["_headers"] = {k.lower(): v for k, v in self.headers.items()}
                 request["_t"] = time.monotonic()
                 server.requests.append(request)
                 reply = server._next_reply(request)

@@ -104,7 +104,8 @@ def test_importing_the_framework_is_light_and_has_no_side_effects(tmp_path):
     code = (
         "import sys\n"
         "import roles, actions, environment, memory, rolecast\n"
-        "heavy = [m for m in ('openai', 'llama_cpp', 'xllamacpp', 'networkx', 'yaml', 'json5', 'defusedxml') "
+        "heavy = [m for m in ('openai', 'anthropic', 'google.genai', 'httpx', 'llama_cpp', 'xllamacpp', 'networkx', "
+        "'yaml', 'json5', 'defusedxml') "
         "if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

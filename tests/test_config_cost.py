@@ -40,8 +40,9 @@ def test_a_missing_or_invalid_config_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="invalid"):
         Config.from_env({"ROLECAST_CONFIG": str(bad)})
     # any name may be a plugin's provider: an unknown one fails when the model is made, naming the known ones
-    with pytest.raises(ConfigError, match=r"no model provider named 'claude'; known: .*local.*openai"):
-        create_llm(Config.from_env({"ROLECAST_PROVIDER": "claude"}, use_files=False).llm)
+    with pytest.raises(ConfigError, match=r"no model provider named 'claud' \(did you mean 'claude'\?\); known: "
+                       r".*anthropic.*claude.*gemini.*local.*openai"):
+        create_llm(Config.from_env({"ROLECAST_PROVIDER": "claud"}, use_files=False).llm)
     with pytest.raises(ConfigError, match="ROLECAST_PROVIDER"):
         Config.from_env({"ROLECAST_PROVIDER": "no such/thing"}, use_files=False)
 

@@ -53,12 +53,34 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "qwen-turbo": (0.05, 0.2),
     "qwen-plus": (0.4, 1.2),
     "qwen-max": (1.6, 6.4),
+    "claude-3-haiku": (0.25, 1.25),
     "claude-3-5-haiku": (0.8, 4.0),
     "claude-3-5-sonnet": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-opus-4": (15.0, 75.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-sonnet-4": (3.0, 15.0),  # 4, 4.5, 4.6
+    "claude-haiku-4": (1.0, 5.0),  # 4.5
+    "claude-opus-4": (15.0, 75.0),  # 4 and 4.1
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
+    # Google Gemini API (paid tier; prompts up to 200k tokens)
+    "gemini-3-pro": (2.0, 12.0),
+    "gemini-3-flash": (0.5, 3.0),
+    "gemini-2.5-pro": (1.25, 10.0),
+    "gemini-2.5-flash": (0.3, 2.5),
+    "gemini-2.5-flash-lite": (0.1, 0.4),
+    "gemini-2.0-flash": (0.1, 0.4),
+    "gemini-2.0-flash-lite": (0.075, 0.3),
+    "gemini-embedding-001": (0.15, 0.0),
     "mistral-large": (2.0, 6.0),
+    "mistral-medium": (0.4, 2.0),
     "mistral-small": (0.2, 0.6),
+    "codestral": (0.3, 0.9),
+    # Moonshot (Kimi), Zhipu (GLM), 01.AI (Yi)
+    "kimi-k2": (0.6, 2.5),
+    "glm-4.6": (0.6, 2.2),
+    "glm-4.5": (0.6, 2.2),
+    "glm-4.5-air": (0.2, 1.1),
+    "yi-lightning": (0.14, 0.14),
     # embedding models: input tokens only
     "text-embedding-3-small": (0.02, 0.0),
     "text-embedding-3-large": (0.13, 0.0),

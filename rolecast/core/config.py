@@ -11,8 +11,12 @@ Read only when a model is first needed (never at import). Sources, later wins:
 A model's configuration is one member of a union discriminated by ``provider``, each
 with only its own fields and its call settings in ``settings``
 (:class:`~rolecast.llm.base.LLMSettings`): :class:`OpenAIConfig`, :class:`LocalConfig`,
-:class:`PluginConfig` (a provider a plugin registered), and :class:`AutoConfig` (no
-provider named: the embedded model, when installed). :func:`LLMConfig` builds the right
+:class:`HostedConfig` (every other ``api_type`` of MetaGPT's ``config2.yaml``: anthropic /
+claude, gemini, azure, ollama and the OpenAI-compatible services, see
+:mod:`rolecast.core.providers`), :class:`PluginConfig` (a provider a plugin registered), and
+:class:`AutoConfig` (no provider named: the embedded model, when installed). MetaGPT's
+``config2.yaml`` reads unchanged: ``api_type``, ``max_token``, named ``models`` (services here),
+its global ``proxy``; its sections rolecast has no use for are accepted and ignored. :func:`LLMConfig` builds the right
 one: an explicit ``provider`` wins, a ``.gguf`` model or ``model_path`` means local, a
 key, base URL or model name means OpenAI-compatible. ``temperature``, ``max_tokens``,
 ``top_p`` and ``seed`` may be given beside the other fields; they go into ``settings``.
@@ -52,22 +56,47 @@ from pydantic import (
 )
 
 from ..errors import ConfigError
+from .providers import HOSTED_PROVIDERS, key_variables
 from .settings import LLMSettings
 
 _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
 BUILTIN_PROVIDERS = ("openai", "local")
+#: MetaGPT's LLMConfig fields with nothing to do here (usage is always counted, system prompts
+#: always sent, streaming chosen per call): accepted so that its config2.yaml reads unchanged
+_METAGPT_NO_OPS = ("calc_usage", "stream", "pricing_plan", "use_system_prompt")
 
 
 class LLMType(str, Enum):
     """The built-in providers by name (MetaGPT's ``LLMType``; ``config.llm.api_type`` is one).
 
-    MetaGPT's other provider names (``azure``, ``ollama``, ``zhipu`` …) name plugin
-    providers here; an OpenAI-compatible server is ``OPENAI`` with its ``base_url``.
+    MetaGPT's hosted providers are here too (:mod:`rolecast.core.providers`); any other
+    name is a plugin's provider.
     """
 
     OPENAI = "openai"
     LOCAL = "local"
     AUTO = "auto"
+    # MetaGPT's hosted providers (native wires, then the OpenAI-compatible presets)
+    ANTHROPIC = "anthropic"
+    CLAUDE = "claude"
+    GEMINI = "gemini"
+    AZURE = "azure"
+    OLLAMA = "ollama"
+    DEEPSEEK = "deepseek"
+    MOONSHOT = "moonshot"
+    OPENROUTER = "openrouter"
+    MISTRAL = "mistral"
+    YI = "yi"
+    SILICONFLOW = "siliconflow"
+    ZHIPUAI = "zhipuai"
+    DASHSCOPE = "dashscope"
+    FIREWORKS = "fireworks"
+    OPEN_LLM = "open_llm"
+    QIANFAN = "qianfan"
+    ARK = "ark"
+    SPARK = "spark"
+    BEDROCK = "bedrock"
+    METAGPT = "metagpt"
 
 
 #: MetaGPT's names for the provider field (``api_type: openai`` in its config2.yaml)
@@ -105,6 +134,10 @@ class _ProviderConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _settings_shorthand(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and any(k in data for k in ("max_token", *_METAGPT_NO_OPS)):
+            data = {k: v for k, v in data.items() if k not in _METAGPT_NO_OPS}
+            if "max_token" in data:  # MetaGPT's spelling
+                data["max_tokens"] = data.pop("max_token")
         if isinstance(data, Mapping) and any(k in data for k in _SETTINGS_SHORTHAND):
             data = dict(data)
             settings = dict(data.get("settings") or {})
@@ -121,6 +154,8 @@ class OpenAIConfig(_ProviderConfig):
     provider: Literal["openai"] = "openai"
     api_key: SecretStr | None = None
     base_url: str | None = None
+    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
+    api_version: str | None = Field(default=None, description="MetaGPT's field: only Azure takes one")
     timeout: float = 60.0
     max_retries: int = 3
     deadline: float | None = Field(
@@ -137,6 +172,13 @@ class OpenAIConfig(_ProviderConfig):
         description="whether the server takes a GBNF grammar (llama.cpp's grammar, vLLM's guided_grammar); "
         "None = send one and stop on a rejection",
     )
+
+
+    @model_validator(mode="after")
+    def _no_api_version(self) -> OpenAIConfig:
+        if self.api_version:
+            raise ValueError("api_version is Azure OpenAI's: configure it with api_type: azure")
+        return self
 
 
 class LocalConfig(_ProviderConfig):
@@ -158,6 +200,31 @@ class LocalConfig(_ProviderConfig):
     )
 
 
+class HostedConfig(_ProviderConfig):
+    """A hosted model named by MetaGPT's ``api_type``: Anthropic (``claude``), Gemini, Azure OpenAI,
+    Ollama, or an OpenAI-compatible service (``deepseek``, ``moonshot`` … see :mod:`rolecast.core.providers`)."""
+
+    provider: str
+    api_key: SecretStr | None = None
+    base_url: str | None = Field(default=None, description="the server; default: the provider's own")
+    api_version: str | None = Field(default=None, description="Azure's api-version; Gemini's API version")
+    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls")
+    region_name: str | None = Field(default=None, description="Bedrock's AWS region")
+    timeout: float = 60.0
+    max_retries: int = 3
+    deadline: float | None = Field(default=None, gt=0, description="seconds one call may take in all, retries "
+                                   "included; None = timeout × (max_retries + 1)")
+    structured_outputs: bool | None = Field(
+        default=None, description="OpenAI-compatible services: whether to send response_format json_schema",
+    )
+
+    @model_validator(mode="after")
+    def _known(self) -> HostedConfig:
+        if self.provider not in HOSTED_PROVIDERS:
+            raise ValueError(f"provider {self.provider!r} is not a hosted one ({', '.join(HOSTED_PROVIDERS)})")
+        return self
+
+
 class AutoConfig(_ProviderConfig):
     """No provider named and nothing that implies one: the embedded model, when it is installed."""
 
@@ -174,7 +241,7 @@ class PluginConfig(_ProviderConfig):
 
     @model_validator(mode="after")
     def _not_builtin(self) -> PluginConfig:
-        if self.provider in (*BUILTIN_PROVIDERS, "auto"):
+        if self.provider in (*BUILTIN_PROVIDERS, *HOSTED_PROVIDERS, "auto"):
             raise ValueError(f"provider {self.provider!r} is built in")
         return self
 
@@ -187,11 +254,15 @@ class PluginConfig(_ProviderConfig):
 def infer_provider(data: Any) -> str:
     """Which member of the union a configuration means (the discriminator)."""
     if isinstance(data, BaseModel):
-        return str(getattr(data, "provider", "auto")) if not isinstance(data, PluginConfig) else "plugin"
+        if isinstance(data, (PluginConfig, HostedConfig)):
+            return "plugin" if isinstance(data, PluginConfig) else "hosted"
+        return str(getattr(data, "provider", "auto"))
     if not isinstance(data, Mapping):
         return "auto"
     provider = data.get("provider")
     if provider:
+        if provider in HOSTED_PROVIDERS:
+            return "hosted"
         return provider if provider in (*BUILTIN_PROVIDERS, "auto") else "plugin"
     model = data.get("model") or ""
     local_keys = ("n_ctx", "n_threads", "n_threads_batch", "n_parallel", "prefix_cache_mib")
@@ -207,6 +278,7 @@ ProviderConfig = Annotated[
         Annotated[OpenAIConfig, Tag("openai")],
         Annotated[LocalConfig, Tag("local")],
         Annotated[AutoConfig, Tag("auto")],
+        Annotated[HostedConfig, Tag("hosted")],
         Annotated[PluginConfig, Tag("plugin")],
     ],
     Discriminator(infer_provider),
@@ -223,13 +295,13 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:]) or 'llm'}: {e['msg']}" for e in exc.errors())
 
 
-def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | PluginConfig:
+def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | HostedConfig | PluginConfig:
     """The configuration of one model, as the member of :data:`ProviderConfig` its fields mean."""
     try:
-        config: OpenAIConfig | LocalConfig | AutoConfig | PluginConfig = _adapter().validate_python(
+        config: OpenAIConfig | LocalConfig | AutoConfig | HostedConfig | PluginConfig = _adapter().validate_python(
             with_provider_names(fields))
     except ValidationError as exc:
-        raise ConfigError(f"invalid model configuration: {_explain(exc)}") from exc
+        raise ConfigError(f"invalid model configuration: {_explain(exc)}") from None  # (no values: a key among them)
     return config
 
 
@@ -248,8 +320,11 @@ class Config(BaseModel):
             data = dict(data)
             if "llm" in data:
                 data["llm"] = with_provider_names(data["llm"])
+            if isinstance(data.get("models"), Mapping):  # MetaGPT's named models: services here
+                data["services"] = {**data.pop("models"), **(data.get("services") or {})}
             if isinstance(data.get("services"), Mapping):
                 data["services"] = {k: with_provider_names(v) for k, v in data["services"].items()}
+            return _metagpt_sections(data)
         return data
 
     def get_openai_llm(self) -> OpenAIConfig | None:
@@ -284,8 +359,9 @@ class Config(BaseModel):
     def from_data(cls, data: Mapping[str, Any], *, source: str = "configuration") -> Config:
         try:
             return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(f"{source} is invalid: {exc}") from exc
+        except ValidationError as exc:  # (each error's place and reason: never the values, a key among them)
+            reasons = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{source} is invalid: {reasons}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, use_files: bool = True) -> Config:
@@ -297,13 +373,44 @@ class Config(BaseModel):
             found = _config_file(env)
             if found is not None:
                 data, source = _read_yaml(found), str(found)
-        llm = dict(data.get("llm") or {})
+        llm = dict(with_provider_names(data.get("llm") or {}))
         overrides = _env_overrides(env)
         merged = {**llm, **overrides}
-        if infer_provider(merged) in ("local", "auto"):
+        if infer_provider(merged) in ("local", "auto", "hosted"):
             # OPENAI_* variables describe another provider: they do not apply to this one
             merged = {k: v for k, v in merged.items() if k not in ("api_key", "base_url") or k in llm}
+        if infer_provider(merged) == "hosted" and merged.get("api_key") is None:
+            merged.update(_hosted_key(str(merged["provider"]), env))
         return cls.from_data({**data, "llm": merged}, source=source)
+
+
+#: the other sections of MetaGPT's config2.yaml: accepted so that its file reads unchanged, unused here
+_METAGPT_SECTIONS = frozenset({
+    "embedding", "omniparse", "search", "enable_search", "browser", "mermaid", "s3", "redis", "repair_llm_output",
+    "prompt_schema", "workspace", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
+    "exp_pool", "role_zero", "roles", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
+    "iflytek_app_id", "iflytek_api_secret", "iflytek_api_key", "azure_tts_subscription_key", "azure_tts_region",
+    "agentops_api_key", "mmdc", "puppeteer_config", "pyppeteer_executable_path", "mermaid_engine",
+})
+
+
+def _metagpt_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """MetaGPT's top-level sections rolecast has no use for dropped, and its global ``proxy`` given to
+    each model that can use one and names none (as MetaGPT does)."""
+    proxy = data.pop("proxy", None)
+    data = {k: v for k, v in data.items() if k not in _METAGPT_SECTIONS}
+    if not proxy:
+        return data
+
+    def proxied(model: Any) -> Any:
+        takes_one = isinstance(model, Mapping) and infer_provider(model) in ("openai", "hosted")
+        return {**model, "proxy": proxy} if takes_one and "proxy" not in model else model
+
+    if "llm" in data:
+        data["llm"] = proxied(data["llm"])
+    if isinstance(data.get("services"), Mapping):
+        data["services"] = {name: proxied(model) for name, model in data["services"].items()}
+    return data
 
 
 #: where per-user configuration files live
@@ -334,6 +441,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _hosted_key(provider: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """``{"api_key": ...}`` from the provider's own variable (ANTHROPIC_API_KEY …), if one is set."""
+    for variable in key_variables(provider):
+        if env.get(variable):
+            return {"api_key": env[variable]}
+    return {}
+
+
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for variable, key in (("OPENAI_API_KEY", "api_key"), ("OPENAI_BASE_URL", "base_url"),
@@ -351,6 +466,7 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
 __all__ = [
     "AutoConfig",
     "Config",
+    "HostedConfig",
     "LLMConfig",
     "LLMType",
     "LocalConfig",

@@ -110,6 +110,8 @@ class BaseLLM(MetaGPTCalls, ABC):
     #: :class:`~rolecast.errors.ModelRequestsBlocked` while model requests are off (see
     #: :func:`model_requests_allowed`). Scripted doubles and a person (``HumanProvider``) say False.
     reaches_a_model: bool = True
+    #: the provider in OpenTelemetry's ``gen_ai.system`` ("openai", "anthropic", "gcp.gemini" …), in the run log
+    gen_ai_system: str = ""
 
     def __init__(self, model: str, settings: LLMSettings | None = None):
         self.model = model
@@ -267,6 +269,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                 "action": action, "model": self.model, "fingerprint": fp, "request": summary,
                 "response": cast(ResponseData, result.to_json()), "cost": cost, "latency": time.monotonic() - started,
             }
+            if self.gen_ai_system:
+                logged["system"] = self.gen_ai_system
             written = log.log_call(role, cast(dict[str, Any], logged), (messages, request, max_tokens))
             if written is not None:  # (a store without a journal: the write this turn's calls share)
                 await written

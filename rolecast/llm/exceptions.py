@@ -35,6 +35,8 @@ from .openai.wire import MAX_BODY_DEPTH
 
 __all__ = [
     "ExceptionMapping",
+    "anthropic_mapping",
+    "gemini_mapping",
     "llama_error",
     "llama_load_errors",
     "map_exceptions",
@@ -141,3 +143,79 @@ def llama_load_errors(path: str) -> AbstractContextManager[None]:
                            "(is it a GGUF file llama.cpp supports, and does n_ctx fit in memory?)")
 
     return map_exceptions({ValueError: cannot_load, RuntimeError: cannot_load, OSError: cannot_load})
+
+
+def _status_mapping(
+    status_error: type[BaseException], connection_error: type[BaseException], root: type[BaseException],
+    code_of: Callable[[Any], int], message_of: Callable[[Any], str], body_of: Callable[[Any], Any],
+    attempts: Callable[[], int], where: str,
+) -> ExceptionMapping:
+    """The mapping every hosted SDK shares: 429 (and Anthropic's 529) a rate limit, other statuses
+    an :class:`LLMAPIError` with the server's body, connection errors and timeouts their kinds."""
+
+    def status(exc: Any) -> RolecastError:
+        code = code_of(exc)
+        if code in (429, 529):
+            what = "overloaded (HTTP 529)" if code == 529 else "rate limited (HTTP 429)"
+            return LLMRateLimitError(f"{where}: {what}{_attempts_text(attempts())}: {message_of(exc)}")
+        return LLMAPIError(f"{where} answered HTTP {code}: {message_of(exc)}", status_code=code, body=body_of(exc))
+
+    def too_slow(exc: Any) -> RolecastError:
+        return LLMTimeoutError(f"{where} did not answer in time{_attempts_text(attempts())}")
+
+    mapping: dict[type[BaseException], Callable[[Any], RolecastError]] = {
+        asyncio.TimeoutError: too_slow,
+        TimeoutError: too_slow,
+        connection_error: lambda exc: LLMConnectionError(f"could not reach {where}{_attempts_text(attempts())}: {exc}"),
+        status_error: status,
+    }
+    # anything else the SDK raises: an answer that could not be used
+    mapping.setdefault(root, lambda exc: LLMAPIError(f"{where}'s answer could not be used: {exc}"))
+    return mapping
+
+
+def anthropic_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> ExceptionMapping:
+    """Anthropic SDK exceptions → rolecast errors (529 overloaded and 429 are rate limits)."""
+    import anthropic
+
+    def message(exc: Any) -> str:
+        body: dict[str, Any] = exc.body if isinstance(getattr(exc, "body", None), dict) else {}
+        error: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else {}
+        return str(error.get("message") or exc.message)
+
+    mapping = dict(_status_mapping(
+        anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.AnthropicError,
+        lambda exc: int(exc.status_code), message, _bounded_body, attempts, f"the Anthropic API {url}".rstrip(),
+    ))
+    mapping[anthropic.APITimeoutError] = mapping[TimeoutError]
+    return mapping
+
+
+def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> ExceptionMapping:
+    """google-genai exceptions → rolecast errors (429 RESOURCE_EXHAUSTED is a rate limit)."""
+    import httpx
+    from google.genai import errors
+    from pydantic import ValidationError
+
+    def body(exc: Any) -> Any:
+        try:
+            check_depth(exc.details, MAX_BODY_DEPTH)
+        except RolecastError:
+            return str(exc.details)[:2000]
+        return exc.details
+
+    mapping = dict(_status_mapping(
+        errors.APIError, httpx.TransportError, errors.APIError, lambda exc: int(exc.code or 0),
+        lambda exc: str(exc.message or exc.status or ""), body, attempts, f"the Gemini API {url}".rstrip(),
+    ))
+    mapping[httpx.TimeoutException] = mapping[TimeoutError]
+    # the SDK validates the request's config itself: a field it does not know (from settings.extra)
+    mapping[ValidationError] = lambda exc: UsageError(f"google-genai refused the request's config: {exc}")
+    try:  # google-genai may send through httpx2 (a fork under its own name)
+        import httpx2
+
+        mapping[httpx2.TimeoutException] = mapping[TimeoutError]
+        mapping[httpx2.TransportError] = mapping[httpx.TransportError]
+    except ImportError:
+        pass
+    return mapping

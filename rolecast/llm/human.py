@@ -63,4 +63,9 @@ class HumanProvider(BaseLLM):
         return Completion(text=text, model=self.model, finish_reason="stop")
 
 
-__all__ = ["HumanProvider"]
+def from_config(config: Any, **kwargs: Any) -> HumanProvider:
+    """MetaGPT's ``api_type: human``: a person answers on standard input."""
+    return HumanProvider(settings=getattr(config, "settings", None), **kwargs)
+
+
+__all__ = ["HumanProvider", "from_config"]

@@ -1,7 +1,8 @@
 """Providers by name: the built-in ones, the ones registered in code, and plugins' entry points.
 
 A provider is a factory ``factory(config, **kwargs) -> BaseLLM`` taking its member of
-:data:`rolecast.core.config.ProviderConfig`. ``openai`` and ``local`` are built in. A
+:data:`rolecast.core.config.ProviderConfig`. ``openai`` and ``local`` are built in, and so
+is every ``api_type`` of MetaGPT's ``config2.yaml`` (:mod:`rolecast.core.providers`). A
 program adds one with :func:`register_provider`; a plugin package declares one as an
 entry point in the group ``rolecast.providers`` whose name is the provider's and whose
 object is the factory::
@@ -16,6 +17,7 @@ names code to import.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import threading
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from typing import Any, cast
 
 from loguru import logger
 
+from ..core.providers import OPENAI_COMPATIBLE
 from ..errors import ConfigError
 from .base import BaseLLM
 
@@ -36,6 +39,16 @@ _FACTORIES: dict[str, ProviderFactory] = {}
 _BUILT_IN = {
     "openai": ("rolecast.llm.openai.provider", "OpenAILLM"),
     "local": ("rolecast.llm.local.provider", "LocalLLM"),
+    # MetaGPT's api_types (rolecast.core.providers): the native wires, then the OpenAI-compatible presets
+    "anthropic": ("rolecast.llm.anthropic.provider", "AnthropicLLM"),
+    "claude": ("rolecast.llm.anthropic.provider", "AnthropicLLM"),
+    "gemini": ("rolecast.llm.gemini.provider", "GeminiLLM"),
+    "azure": ("rolecast.llm.azure.provider", "AzureOpenAILLM"),
+    "human": ("rolecast.llm.human", "from_config"),  # a person answers (MetaGPT's HumanProvider)
+    **{name: ("rolecast.llm.ollama.provider", "OllamaLLM")
+       for name in ("ollama", "ollama.generate", "ollama.embeddings", "ollama.embed")},
+    **{name: ("rolecast.llm.openai.presets", "from_config")
+       for name in (*OPENAI_COMPATIBLE, "open_router", "openrouter_reasoning")},
 }
 _LOCK = threading.Lock()
 
@@ -60,7 +73,8 @@ def _built_in(name: str) -> ProviderFactory | None:
     if spec is None:
         return None
     module, cls = spec
-    factory = cast(ProviderFactory, getattr(importlib.import_module(module), cls).from_config)
+    made = getattr(importlib.import_module(module), cls)
+    factory = cast(ProviderFactory, getattr(made, "from_config", made))  # a class's from_config, or a function
     with _LOCK:
         return _FACTORIES.setdefault(name, factory)
 
@@ -85,8 +99,10 @@ def provider_factory(name: str) -> ProviderFactory:
             factory = cast(ProviderFactory, loaded)
             register_provider(name, factory)
             return factory
-    known = ", ".join(sorted({*_FACTORIES, *_BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))}))
-    raise ConfigError(f"no model provider named {name!r}; known: {known}")
+    names = sorted({*_FACTORIES, *_BUILT_IN, *(p.name for p in entry_points(group=ENTRY_POINT_GROUP))})
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(f"no model provider named {name!r}{hint}; known: {', '.join(names)}")
 
 
 def create_provider(name: str, config: Any, **kwargs: Any) -> BaseLLM:

@@ -143,7 +143,7 @@ class RunTracer:
         parent = self._innermost(event.role)
         span = self._start(
             f"chat {model}".strip(), parent, event.ts - latency,
-            gen_ai__operation__name="chat", gen_ai__request__model=model,
+            gen_ai__operation__name="chat", gen_ai__request__model=model, gen_ai__system=data.get("system") or None,
             gen_ai__response__model=response.get("model") or model,
             gen_ai__response__finish_reasons=[str(finish)] if (finish := response.get("finish_reason")) else None,
             gen_ai__usage__input_tokens=int(usage.get("prompt_tokens") or 0),

@@ -177,6 +177,8 @@ class RequestSummary(TypedDict, total=False):
 class LLMCallData(TypedDict, total=False):
     action: str
     model: str
+    #: the provider, as OpenTelemetry's ``gen_ai.system`` ("openai", "anthropic", "gcp.gemini" …)
+    system: str
     #: sha-256 (32 hex digits) of the canonical request: what resume and reuse match on
     fingerprint: str
     #: the request's summary (:class:`RequestSummary`)

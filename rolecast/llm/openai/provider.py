@@ -58,6 +58,7 @@ from ..base import (
     truncate_at_stop,
 )
 from ..exceptions import openai_errors
+from ..hosted import proxied_http_client
 from .wire import StreamState, check_response, read_model, retry_after
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -129,6 +130,7 @@ class OpenAILLM(BaseLLM):
     supports_json_schema = True
     supports_tools = True
     supports_embeddings = True
+    gen_ai_system = "openai"  # OpenTelemetry's gen_ai.system (presets over this provider set their own)
 
     def __init__(
         self,
@@ -192,6 +194,7 @@ class OpenAILLM(BaseLLM):
             "structured_outputs": cfg.structured_outputs,
             "grammars": cfg.grammars,
             "settings": cfg.settings,
+            "http_client": proxied_http_client(cfg.proxy, cfg.timeout) if cfg.proxy else None,  # MetaGPT's proxy
         }
         params.update(kwargs)
         return cls(**params)
@@ -210,16 +213,18 @@ class OpenAILLM(BaseLLM):
         """
         loop = None if self._http_client is not None else asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            import openai
-
-            self._client = openai.AsyncOpenAI(
-                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0,
-                http_client=self._http_client,
-            )
+            self._client = self._new_client()
             self._client_loop = loop
             # the SDK imports its resources on first use: here, not inside the first call's deadline
             _ = self._client.chat.completions.with_raw_response, _sdk_type("chat")
         return self._client
+
+    def _new_client(self) -> Any:
+        """The SDK's client (Azure's provider makes ``AsyncAzureOpenAI`` here)."""
+        import openai
+
+        return openai.AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, timeout=self.timeout,
+                                  max_retries=0, http_client=self._http_client)
 
     async def aclose(self) -> None:
         """Close the HTTP connections this instance opened (optional; they are closed at exit too).
