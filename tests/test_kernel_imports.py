@@ -17,6 +17,8 @@ LAZY_THIRD_PARTY = {
     "numpy",
     "rich",  # the console draws with it only on a terminal
     "opentelemetry",  # the optional tracing extra
+    # the native providers' SDKs and their HTTP clients, imported when such a model is configured
+    "anthropic", "google", "httpx", "httpx2",
 }
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..core.jsonutil import check_depth
 from ..errors import (
     ConfigError,
@@ -195,7 +197,6 @@ def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
     """google-genai exceptions → rolecast errors (429 RESOURCE_EXHAUSTED is a rate limit)."""
     import httpx
     from google.genai import errors
-    from pydantic import ValidationError
 
     def body(exc: Any) -> Any:
         try:
