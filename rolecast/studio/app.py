@@ -61,6 +61,11 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: the most a POST's body may hold (bytes): the studio's forms are small (an edited approval's arguments
+#: the biggest); a bigger one is refused unread
+MAX_BODY = 1 << 20
+#: comparisons the studio works on at once (the others wait their turn)
+COMPARES_AT_ONCE = 2
 #: a message of a model call's request longer than this (characters) is folded: its start, click for all
 LONG_MESSAGE = 600
 
@@ -136,18 +141,54 @@ class Guard:
                     scope, receive, send)
                 return
         if scope["method"] not in ("GET", "HEAD"):
-            origin = headers.get("origin")
-            if origin is not None and origin != "null" and _hostname(origin.split("://", 1)[-1]) != _hostname(host):
-                await _plain(403, "rolecast studio: a change must come from the studio's own pages (Origin)")(
-                    scope, receive, send)
-                return
-            body, receive = await _buffer(receive)
-            sent = headers.get("x-csrf-token") or _form_field(headers, body, CSRF_FIELD)
-            if sent is None or not _same(sent, self.csrf):
-                await _plain(403, "rolecast studio: the form's CSRF token is missing or stale; reload the page")(
-                    scope, receive, send)
+            refusal = self._refuse_change(headers)
+            if refusal is None:
+                body, receive, refusal = await _buffer(receive)
+                sent = headers.get("x-csrf-token") or _form_field(headers, body, CSRF_FIELD)
+                if refusal is None and (sent is None or not _same(sent, self.csrf)):
+                    refusal = _plain(403, "rolecast studio: the form's CSRF token is missing or stale; reload the page")
+            if refusal is not None:
+                await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, _with_headers(send))
+
+
+    def _refuse_change(self, headers: dict[str, str]) -> Response | None:
+        """What a POST is refused with before a byte of its body is read (None: read it): another
+        origin (host and port), a body said to be over :data:`MAX_BODY`, a wrong ``X-CSRF-Token``."""
+        origin = headers.get("origin")
+        if origin is not None and origin != "null" and not _same_origin(origin, headers.get("host", "")):
+            return _plain(403, "rolecast studio: a change must come from the studio's own pages (Origin)")
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            return _plain(400, "rolecast studio: Content-Length is not a number")
+        if length > MAX_BODY:
+            return _too_big()
+        given = headers.get("x-csrf-token")
+        if given is not None and not _same(given, self.csrf):
+            return _plain(403, "rolecast studio: the form's CSRF token is missing or stale; reload the page")
+        return None
+
+
+def _too_big() -> Response:
+    return _plain(413, f"rolecast studio: a form is at most {MAX_BODY:,} bytes")
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    """Whether an ``Origin`` (``http://name:port``) names the server a request's ``Host`` names: the
+    same name and the same port (a page on another port of this machine is another origin)."""
+    scheme, _, rest = origin.strip().lower().partition("://")
+    if scheme not in ("http", "https") or "/" in rest:
+        return False
+    default = "443" if scheme == "https" else "80"
+    return _host_port(rest, default) == _host_port(host.strip().lower(), default)
+
+
+def _host_port(netloc: str, default: str) -> tuple[str, str]:
+    name = _hostname(netloc)
+    port = netloc[len(name):].lstrip(":") or default
+    return name, port
 
 
 def _with_headers(send: Send) -> Send:
@@ -205,14 +246,20 @@ def _form_field(headers: dict[str, str], body: bytes, name: str) -> str | None:
     return values[0] if values else None
 
 
-async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
-    """Read a request's body (a form: small) and hand the app a ``receive`` that gives it again."""
+async def _buffer(receive: Receive) -> tuple[bytes, Receive, Response | None]:
+    """Read a request's body (a form: small) and hand the app a ``receive`` that gives it again; a body
+    past :data:`MAX_BODY` is not read further (its refusal, third)."""
     chunks = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return b"", receive, _too_big()
+        chunks.append(chunk)
         if not message.get("more_body"):
             break
     body = b"".join(chunks)
@@ -225,7 +272,7 @@ async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
-    return body, again
+    return body, again, None
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -250,6 +297,9 @@ class Studio:
         self.source = source
         self.csrf = csrf
         self.templates = _templates()
+        #: comparisons at once (each is bounded; this keeps a page that asks for many from taking every
+        #: worker thread the other pages need)
+        self.comparing = asyncio.Semaphore(COMPARES_AT_ONCE)
 
     def warm(self) -> None:
         """Compile every template now (about 0.2 s of CPU), so that the first page a person opens
@@ -366,7 +416,10 @@ class Studio:
             rows = await asyncio.to_thread(self.source.runs)
             return self.page("compare_pick.html", title="Compare runs", rows=rows, a=a, b=b)
         try:
-            values = await asyncio.to_thread(self._compare_values, a, b)
+            async with self.comparing:
+                if await request.is_disconnected():
+                    return _plain(499, "rolecast studio: the client left")
+                values = await asyncio.to_thread(self._compare_values, a, b)
         except RolecastError as exc:
             return self.error(exc)
         return self.page("compare.html", **values)
