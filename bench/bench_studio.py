@@ -167,18 +167,105 @@ def bench_post(megabytes: int, old: str | None) -> None:
                     child.wait(10)
 
 
+def write_many(path: Path, runs: int, events: int, prefix: str) -> None:
+    """``runs`` runs of ``events`` events each (per round: a model call, a message of 600 characters)."""
+    from rolecast.runs import LLM_CALL, MESSAGE, RUN_STARTED, RUN_STOPPED, RunEvent, SQLiteRunStore
+
+    store = SQLiteRunStore(path)
+    try:
+        for r in range(runs):
+            run_id, now = f"{prefix}-{r:04d}", time.time() - 86400 + r
+            batch = [RunEvent(run_id, RUN_STARTED, {"team": "T", "idea": f"idea {r}", "roles": [
+                {"name": "Ada"}, {"name": "Ben"}]}, 0, "", ts=now)]
+            for i in range((events - 2) // 2):
+                who = "Ada" if i % 2 == 0 else "Ben"
+                batch.append(RunEvent(run_id, LLM_CALL, {"action": "Speak", "model": "m", "fingerprint": f"{i:032x}",
+                                                         "response": {"text": "x", "usage": {"prompt_tokens": 50,
+                                                                                            "completion_tokens": 9}},
+                                                         "cost": 0.0, "latency": 0.1}, i + 1, who, ts=now + i))
+                batch.append(RunEvent(run_id, MESSAGE, {"message": {
+                    "id": f"m{i}", "content": f"{who}, turn {i}: " + "words " * 100, "role": who, "cause_by": "x.Speak",
+                    "sent_from": who, "send_to": ["Ben" if who == "Ada" else "Ada"], "metadata": {}}},
+                    i + 1, who, ts=now + i))
+            batch.append(RunEvent(run_id, RUN_STOPPED, {"reason": "n_round"}, events // 2, "", ts=now + events))
+            store.extend(batch)
+    finally:
+        store.close()
+
+
+def timed_get(port: int, path: str) -> tuple[int, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        start = time.perf_counter()
+        conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
+        response = conn.getresponse()
+        response.read()
+        return response.status, time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+def bench_runs(runs: int, events: int, big: int, big_events: int, old: str | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "runs.db"
+        start = time.perf_counter()
+        write_many(store, runs, events, "many")
+        print(f"wrote {runs} runs of {events} events in {time.perf_counter() - start:.0f} s", flush=True)
+        for label, path in (("before", old), ("after", str(HERE.parent))):
+            if path is None:
+                continue
+            child, port = start_studio(store, path)
+            try:
+                took = [timed_get(port, "/?q=no-such-run")[1] for _ in range(5)]
+                rss, peak = memory_mb(child.pid)
+                print(f"{label}: the runs list with a filter (/?q=no-such-run), {runs} runs of {events} events: "
+                      f"first {took[0]:.2f} s, then {', '.join(f'{t:.2f}' for t in took[1:])} s; "
+                      f"studio {rss:.0f} MB (peak {peak:.0f})", flush=True)
+            finally:
+                child.terminate()
+                child.wait(10)
+        if not big:
+            return
+        bigs = Path(tmp) / "big.db"
+        start = time.perf_counter()
+        write_many(bigs, big, big_events, "big")
+        print(f"wrote {big} runs of {big_events} events in {time.perf_counter() - start:.0f} s", flush=True)
+        for label, path in (("before", old), ("after", str(HERE.parent))):
+            if path is None:
+                continue
+            child, port = start_studio(bigs, path)
+            try:
+                idle = memory_mb(child.pid)[0]
+                for r in range(big):
+                    timed_get(port, f"/runs/big-{r:04d}")
+                took = [timed_get(port, "/?q=no-such-run")[1] for _ in range(3)]
+                rss, peak = memory_mb(child.pid)
+                print(f"{label}: {big} runs of {big_events} events, each page opened, then the filtered list "
+                      f"({', '.join(f'{t:.2f}' for t in took)} s): studio {idle:.0f} MB -> {rss:.0f} MB "
+                      f"(peak {peak:.0f})", flush=True)
+            finally:
+                child.terminate()
+                child.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["compare", "post", "runs"])
     parser.add_argument("--sizes", default="2000,4000,8000,16000")
     parser.add_argument("--old-up-to", type=int, default=4000)
     parser.add_argument("--mb", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--big", type=int, default=5, help="runs of --big-events events (0: none)")
+    parser.add_argument("--big-events", type=int, default=40_000)
     parser.add_argument("--old", help="a copy of an older rolecast (its PYTHONPATH) to measure beside this one")
     args = parser.parse_args()
     if args.what == "compare":
         bench_compare([int(s) for s in args.sizes.split(",")], args.old_up_to)
     elif args.what == "post":
         bench_post(args.mb, args.old)
+    else:
+        bench_runs(args.runs, args.events, args.big, args.big_events, args.old)
 
 
 if __name__ == "__main__":

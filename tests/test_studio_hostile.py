@@ -132,3 +132,63 @@ def test_a_post_from_another_port_of_this_machine_is_refused(served):
     assert other.status == 403 and "Origin" in other.body
     own = post(served, "/runs/plain/fork", form, headers={"Origin": f"http://127.0.0.1:{served.port}"})
     assert own.status == 303
+
+
+# ------------------------------------------------------------ 32.5: the runs list is cheap and bounded
+def test_a_filtered_runs_list_of_300_runs_reads_no_run_again_when_nothing_was_written(tmp_path, monkeypatch):
+    """The old studio kept 256 summaries: a filter that looks at 300 runs read every run again on each
+    refresh of an open tab (one a second)."""
+    from rolecast.studio.source import RunSource
+
+    store = tmp_path / "runs.db"
+    db = SQLiteRunStore(store)
+    try:
+        for r in range(300):
+            db.extend([RunEvent(f"r{r:03d}", RUN_STARTED, {"idea": f"idea {r}", "roles": [{"name": "Ada"}]}, 0, ""),
+                       RunEvent(f"r{r:03d}", RUN_STOPPED, {"reason": "n_round"}, 1, "")])
+    finally:
+        db.close()
+    source = RunSource(store)
+    try:
+        assert source.runs("no-such-run") == []
+        reads: list[str] = []
+        real = source._news
+        monkeypatch.setattr(source, "_news", lambda run_id, *a, **k: reads.append(run_id) or real(run_id, *a, **k))
+        assert source.runs("no-such-run") == [] and len(source.runs("idea 29")) == 11
+        assert reads == []
+    finally:
+        source.close()
+
+
+def test_ten_runs_of_600_long_messages_opened_one_after_another_are_not_all_kept(tmp_path, monkeypatch):
+    """Each run's page keeps its messages (for the graph); the old studio kept 256 runs' whatever they
+    weighed (five runs of 200,000 events: 464 MB). The detailed summaries kept weigh at most the budget."""
+    import gc
+    import tracemalloc
+
+    from rolecast.studio.source import RunSource
+
+    try:
+        from rolecast.studio import summary
+    except ImportError:  # (the studio before issue 32: one cache, by count)
+        pass
+    else:
+        monkeypatch.setattr(summary, "DETAIL_BUDGET", 1 << 20)
+    store = tmp_path / "runs.db"
+    for r in range(10):
+        write_run(store, f"long-{r}", [f"{r} {i} " + "x" * 1990 for i in range(600)])
+    source = RunSource(store)
+    try:
+        source.messages("long-0")
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for r in range(10):
+            assert len(source.messages(f"long-{r}")) == 600
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        assert kept < 4 << 20, f"the studio kept {kept / 2**20:.1f} MB of ten runs' messages"
+        assert source.run("long-3").events == 602  # (what it dropped it reads again)
+    finally:
+        source.close()

@@ -337,9 +337,9 @@ class Studio:
 
     def _run_values(self, run_id: str, after: int) -> dict[str, Any]:
         source = self.source
+        messages = source.messages(run_id)  # (first: the run's detailed summary serves the rest)
         run = source.run(run_id)
         events = source.events(run_id, after, PAGE_SIZE)
-        messages = source.messages(run_id)
         starts = source.page_starts(run_id)
         pending = source.pending_approvals(run_id)
         last = events[-1].seq if events else after
@@ -359,11 +359,12 @@ class Studio:
             wanted = {int(s) for s in request.query_params.get("seq", "").split(",") if s.strip()}
         except ValueError:
             return self.error(UsageError("seq is a comma-separated list of event numbers"), 400)
+        everything = await asyncio.to_thread(self.source.messages, run_id)
         try:
             run = await asyncio.to_thread(self.source.run, run_id)
         except RolecastError as exc:
             return self.error(exc)
-        found = [m for m in await asyncio.to_thread(self.source.messages, run_id) if m.seq in wanted]
+        found = [m for m in everything if m.seq in wanted]
         return self.page("_messages.html", messages=found, colours=shape.colours(run.roles))
 
     async def live(self, request: Request) -> Response:
@@ -426,9 +427,9 @@ class Studio:
 
     def _compare_values(self, a: str, b: str) -> dict[str, Any]:
         source = self.source
+        left_messages, right_messages = source.messages(a), source.messages(b)
         left, right = source.run(a), source.run(b)
-        comparison = shape.compare(source.messages(a), source.messages(b),
-                                   source.call_keys(a), source.call_keys(b))
+        comparison = shape.compare(left_messages, right_messages, source.call_keys(a), source.call_keys(b))
         return {"title": f"Compare {a} and {b}", "left": left, "right": right, "cmp": comparison,
                 "colours": shape.colours(list(dict.fromkeys([*left.roles, *right.roles])))}
 
