@@ -192,3 +192,141 @@ def test_ten_runs_of_600_long_messages_opened_one_after_another_are_not_all_kept
         assert source.run("long-3").events == 602  # (what it dropped it reads again)
     finally:
         source.close()
+
+
+# --------------------------------------------------------------- 32.7, 32.10: what a page writes
+BIDI = "invoice\u202efdp.exe"
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory):
+    """A store with a message holding a bidi override, one of 50 MB, fenced code with markup in it, and a
+    run waiting for an approval whose id holds a '/'."""
+    from rolecast.runs.events import APPROVAL_REQUESTED
+
+    store = tmp_path_factory.mktemp("probed") / "runs.db"
+    write_run(store, "bidi", [f"open {BIDI}", "no."], roles=("Ev\u202eil", "Ben"))
+    write_run(store, "huge", ["x" * (50 << 20), "short"])
+    write_run(store, "code", ["Try this:\n```python\nprint('<script>alert(1)</script>')\n```\nthen run it.", "ok"])
+    write_run(store, "asks", ["Hi."])
+    db = SQLiteRunStore(store)
+    try:
+        db.append(RunEvent("asks", APPROVAL_REQUESTED, {
+            "id": "calc/1", "role": "Ada", "kind": "tool", "name": "calculator",
+            "arguments": {"expression": "6 * 7"}, "schema": {"type": "object"}, "round": 1}, 1, "Ada"))
+    finally:
+        db.close()
+    server = studio_runs.serve(store)
+    yield server
+    server.stop()
+
+
+def test_a_message_and_a_role_name_with_a_bidi_override_show_it_as_an_escape(probed):
+    page = get(probed, "/runs/bidi").body
+    assert "\u202e" not in page
+    assert "invoice\\u202efdp.exe" in page and "Ev\\u202eil" in page
+    assert "\u202e" not in get(probed, "/").body and "\u202e" not in get(probed, "/compare?a=bidi&b=code").body
+
+
+def test_a_50_mb_message_is_folded_on_the_server(probed):
+    page = get(probed, "/runs/huge", timeout=60)
+    assert page.status == 200
+    assert len(page.body) < 1 << 20, f"the page is {len(page.body) / 2**20:.1f} MB"
+    assert f"{(50 << 20) - 20_000:,} more characters" in page.body
+
+
+def test_fenced_code_in_a_message_is_code_and_still_text(probed):
+    page = get(probed, "/runs/code").body
+    assert '<pre class="code" data-lang="python"><code>print(&#39;&lt;script&gt;alert(1)&lt;/script&gt;&#39;)' \
+           '</code></pre>' in page
+    assert "```" not in page and "<script>alert" not in page
+
+
+def test_an_approval_whose_id_holds_a_slash_is_answered_from_its_form(probed):
+    page = get(probed, "/runs/asks").body
+    action = '/runs/asks/approvals/calc%2F1'
+    assert f'action="{action}"' in page
+    answer = post(probed, action, {"csrf": probed.csrf, "verdict": "approve"})
+    assert answer.status == 303 and "decided=calc%2F1" in answer.headers["location"]
+    assert "No approval pending." in get(probed, "/runs/asks").body
+
+
+def test_edited_arguments_nested_100000_deep_are_a_400(probed):
+    deep = "[" * 100_000 + "]" * 100_000  # (the old studio: RecursionError, HTTP 500)
+    answer = post(probed, "/runs/asks/approvals/calc%2F1", {"csrf": probed.csrf, "verdict": "edit",
+                                                              "arguments": deep})
+    assert answer.status == 400 and "nest deeper than 100 levels" in answer.body
+
+
+@pytest.mark.parametrize("path, headers", [
+    ("/runs/bidi?after=99999999999999999999999", {}),
+    ("/api/runs/bidi/events?after=99999999999999999999999", {}),
+    ("/api/runs/bidi/events?limit=99999999999999999999999", {}),
+    ("/runs/bidi/live", {"Last-Event-ID": "9" * 40}),
+])
+def test_a_seq_past_what_sqlite_holds_is_a_400(probed, path, headers):
+    answer = get(probed, path, headers=headers)
+    assert answer.status == 400, answer.body[:300]
+    assert "whole number" in answer.body
+
+
+# ----------------------------------------------------------------------------- 32.10: the loopback rule
+@pytest.mark.parametrize("host", ["127.attacker.example", "127.0.0.1.nip.io", "localhost.attacker.example"])
+def test_a_host_that_only_starts_like_loopback_needs_a_token(host):
+    from rolecast.studio import server
+
+    assert not server.is_loopback(host)
+    assert server.access_token(host, None) is not None
+    from rolecast.studio.app import allowed_hosts
+
+    assert allowed_hosts(host) is None
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"])
+def test_loopback_addresses_are_loopback(host):
+    from rolecast.studio import server
+
+    assert server.is_loopback(host) and server.access_token(host, None) is None
+
+
+# ------------------------------------------------------------------------ 32.8: read-only media
+def _read_only_mount(folder: Path) -> list[str] | None:
+    """A command prefix that runs a command with ``folder`` mounted read-only (root: a private mount
+    namespace), or None where that cannot be done here (as tests/test_hardening3.py does)."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return None
+    probe = f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && ! touch {folder}/probe"
+    if subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True).returncode != 0:
+        return None
+    return ["unshare", "-m", "sh", "-c", f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+            'exec "$0" "$@"']
+
+
+def test_the_studio_reads_a_store_on_read_only_media(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "media"
+    folder.mkdir()
+    write_run(folder / "runs.db", "on-a-cd", ["Hello.", "Hi."])
+    if os.geteuid() == 0:
+        prefix = _read_only_mount(folder)
+        if prefix is None:
+            pytest.skip("cannot mount a folder read-only here")
+    else:
+        prefix = []
+        for path in folder.rglob("*"):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        folder.chmod(0o555)
+    root = Path(__file__).resolve().parents[1]
+    script = ("import sys; from rolecast.studio.source import RunSource; s = RunSource(sys.argv[1]); "
+              "print([r.run_id for r in s.runs()], len(s.messages('on-a-cd')))")
+    done = subprocess.run([*prefix, sys.executable, "-c", script, str(folder / "runs.db")], capture_output=True,
+                          text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr  # was: ConfigError: ... unable to open database file
+    assert done.stdout.strip() == "['on-a-cd'] 2"

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import ConfigError, StoreError, UsageError
 from ..runs import (
@@ -189,13 +190,8 @@ class RunSource:
             self.path = Path(sqlite_path(os.fspath(store)))
             if not self.path.exists():
                 raise ConfigError(f"no run store at {self.path} (run a team first, or pass --store PATH|URL)")
-            try:
-                # read-only: a page view must never take the write lock from a running team
-                self._db = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False)
-                self._db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
-                found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-            except sqlite3.Error as exc:
-                raise ConfigError(f"cannot read the run store {self.path}: {exc}") from exc
+            self._db = _open_read_only(self.path)
+            found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             if found > FORMAT_VERSION:  # (the fields picked by SQL below are those of formats 1 and 2)
                 self._db.close()
                 raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of "
@@ -487,6 +483,25 @@ class RunSource:
         store = shlex.quote(str(self.path) if self.path else self.where)
         return (f"ROLECAST_STORE={store} python your_script.py   "
                 f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """The SQLite file opened read-only (a page view must never take the write lock from a running
+    team): ``mode=ro``, or where even that needs a write (a WAL file whose ``-shm`` cannot be made:
+    read-only media, a CD, a mount of someone else's store), ``immutable=1``, as ``rolecast runs`` does."""
+    uri = "file:" + quote(str(path.resolve()))
+    last: sqlite3.Error | None = None
+    for flags in ("mode=ro", "immutable=1"):
+        db = None
+        try:
+            db = sqlite3.connect(f"{uri}?{flags}", uri=True, check_same_thread=False)
+            db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
+            return db
+        except sqlite3.Error as exc:
+            last = exc
+            if db is not None:
+                db.close()
+    raise ConfigError(f"cannot read the run store {path}: {last}") from last
 
 
 def redact(where: str) -> str:
