@@ -76,6 +76,7 @@ def _templates() -> jinja2.Environment:
     env.filters["urlpart"] = lambda s: quote(str(s), safe="")
     env.filters["short"] = lambda s, n=120: (s if len(s) <= n else s[: n - 1] + "…") if isinstance(s, str) else s
     env.globals["source_of"] = shape.source_of
+    env.globals["call_title"] = shape.call_title
     env.globals["long_message"] = LONG_MESSAGE
     return env
 
@@ -265,6 +266,7 @@ class Studio:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         if not a or not b:
             rows = await asyncio.to_thread(self.source.runs)
+            a, b = _pick_pair(rows, a, b)
             return self.page("compare_pick.html", title="Compare runs", rows=rows, a=a, b=b)
         try:
             async with self.comparing:
@@ -354,6 +356,18 @@ class Studio:
         more = len(events) == limit and await asyncio.to_thread(self.source.last_seq, run_id) > last
         return JSONResponse({"run_id": run_id, "events": [e.as_json() for e in events],
                              "next": last if more else None})
+
+
+def _pick_pair(rows: list[Any], a: str, b: str) -> tuple[str, str]:
+    """The comparison picker's first choice: two different runs — on the right the one given or the
+    newest, on the left the one given, else the right one's parent (a fork's, a rerun's), else the next."""
+    ids = [r.run_id for r in rows]
+    if not b:
+        b = next((i for i in ids if i != a), "")
+    if not a:
+        parent = next((r.parent for r in rows if r.run_id == b and r.parent in ids), None)
+        a = parent or next((i for i in ids if i != b), "")
+    return a, b
 
 
 def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str, ...] | None = ("127.0.0.1",),

@@ -95,6 +95,21 @@ def source_of(call: dict[str, Any], round: int = 0, fork_at: int | None = None) 
     return "live"
 
 
+#: what a model call made in no action was for (its request's kind), as ``rolecast runs show`` says it
+_CALL_PURPOSE = {"choose": "choose the next action", "embed": "embed text", "complete": "a call outside an action"}
+
+
+def call_title(call: dict[str, Any]) -> str:
+    """A logged model call's title: its action, or what a call made in no action was for (a state
+    choice: "choose the next action"), never an empty one."""
+    action = call.get("action")
+    if action:
+        return str(action)
+    request = call.get("request")
+    kind = request.get("kind") if isinstance(request, dict) else None
+    return _CALL_PURPOSE.get(str(kind), "no action")
+
+
 # ------------------------------------------------------------------------ graph
 @dataclass
 class Node:
@@ -279,4 +294,5 @@ def _call_divergence(left: list[tuple[int, int, str, str, str]], right: list[tup
     return min(found, key=lambda f: (f[0], f[3] or f[4] or 0)) if found else None
 
 
-__all__ = ["Comparison", "Graph", "RoundGroup", "Row", "Turn", "colours", "compare", "graph", "group", "source_of"]
+__all__ = ["Comparison", "Graph", "RoundGroup", "Row", "Turn", "call_title", "colours", "compare", "graph", "group",
+           "source_of"]

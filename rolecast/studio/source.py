@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from ..errors import ConfigError, StoreError, UsageError
@@ -49,7 +49,15 @@ from ..runs import (
 )
 from ..runs.approvals import VERDICTS
 from ..runs.approvals import decide as decide_approval
-from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
+from ..runs.events import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    FORMAT_VERSION,
+    LINEAGE,
+    CommandData,
+    command_argv,
+    upgrade,
+)
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
 from ..runs.requests import CallRequest, requests_of
@@ -98,6 +106,8 @@ class RunRow:
     failures: int = 0
     #: a fork's round: its events of rounds 1 … this were copied from the parent (None: not a fork)
     fork_at: int | None = None
+    #: the command line that last started it, as recorded (``argv``, ``cwd``, ``module``; empty: none)
+    command: dict[str, Any] = field(default_factory=dict)
 
     @property
     def duration(self) -> float:
@@ -266,6 +276,7 @@ class RunSource:
             summary.started, summary.ended, summary.events, idea=str(first.get("idea", "")),
             team=str(first.get("team", "")), parent=parent, lineage=lineage, failures=sum(t.failures for t in totals),
             fork_at=summary.lineage.get("at") if summary.lineage.get("relation") == "fork" else None,
+            command=summary.command,
         )
 
     def summary(self, run_id: str, *, detail: bool = False, version: int | None = None) -> RunSummary:
@@ -479,10 +490,17 @@ class RunSource:
 
     def continue_command(self, run: RunRow) -> str:
         """How a person continues ``run``: its script, run again under its id (the logged rounds, or a
-        fork's copied ones, are answered from the log; a decided approval goes on as decided)."""
+        fork's copied ones, are answered from the log; a decided approval goes on as decided) — the
+        command line the run recorded when it has one, in the folder it ran in."""
         store = shlex.quote(str(self.path) if self.path else self.where)
-        return (f"ROLECAST_STORE={store} python your_script.py   "
-                f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+        argv = [str(a) for a in run.command.get("argv", [])] if run.command else []
+        if not argv:
+            return (f"ROLECAST_STORE={store} python your_script.py   "
+                    f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+        cwd = run.command.get("cwd")
+        where = f"cd {shlex.quote(str(cwd))} && " if cwd else ""
+        return (f"{where}ROLECAST_STORE={store} {shlex.join(command_argv(cast(CommandData, run.command)))}   "
+                f"# with its Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

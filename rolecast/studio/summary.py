@@ -115,6 +115,8 @@ class RunSummary:
         self.lineage: dict[str, Any] = {}
         #: deferred approvals asked and not answered yet, by id
         self.pending: dict[str, PendingApproval] = {}
+        #: the command line that last started the run, as recorded (``argv``, ``cwd``, ``module``), if any
+        self.command: dict[str, Any] = {}
 
     @property
     def stopped(self) -> bool:
@@ -159,6 +161,9 @@ class RunSummary:
                 self._totals(role or "-").failures += 1
             elif kind == RUN_STARTED:
                 self.starts += 1
+                command = (facts or {}).get("command")
+                if isinstance(command, dict) and isinstance(command.get("argv"), list) and command["argv"]:
+                    self.command = command
                 if not self.first_start:
                     first = facts or {}
                     self.first_start = {"idea": str(first.get("idea", ""))[:IDEA_KEPT],
@@ -184,6 +189,7 @@ class RunSummary:
         light.first_start, light.roles, light.starts = dict(self.first_start), list(self.roles), self.starts
         light.stops, light.lineage, light.pending = list(self.stops), dict(self.lineage), dict(self.pending)
         light.totals = {role: replace(t) for role, t in self.totals.items()}
+        light.command = self.command
         return light
 
 
