@@ -61,16 +61,22 @@ def write_runs(path: Path, n: int) -> tuple[str, str]:
     return ids[0], ids[1]
 
 
+def align_seconds(n: int) -> float:
+    """Seconds the studio's alignment takes on two runs of ``n`` near-identical messages."""
+    from rolecast.studio.align import opcodes
+
+    left, right = near_identical(n)
+    start = time.perf_counter()
+    opcodes(left, right)
+    return time.perf_counter() - start
+
+
 def bench_compare(sizes: list[int], old_up_to: int) -> None:
     import studio_runs
 
-    from rolecast.studio.align import opcodes
-
     for n in sizes:
         left, right = near_identical(n)
-        start = time.perf_counter()
-        opcodes(left, right)
-        new = time.perf_counter() - start
+        new = align_seconds(n)
         old = "-"
         if n <= old_up_to:
             start = time.perf_counter()

@@ -330,3 +330,14 @@ def test_the_studio_reads_a_store_on_read_only_media(tmp_path):
                           text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr  # was: ConfigError: ... unable to open database file
     assert done.stdout.strip() == "['on-a-cd'] 2"
+
+
+def test_the_compare_benchmark_lines_up_16000_near_identical_messages_in_seconds_not_minutes():
+    """bench/bench_studio.py's alignment at its largest size, with a bound 30x what it takes here (0.16 s
+    on a loaded 2-core machine; difflib took 38 s for 8,000): a return to quadratic time fails it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import bench_studio
+
+    assert bench_studio.align_seconds(16_000) < 5.0
