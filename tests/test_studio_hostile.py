@@ -341,3 +341,31 @@ def test_the_compare_benchmark_lines_up_16000_near_identical_messages_in_seconds
     import bench_studio
 
     assert bench_studio.align_seconds(16_000) < 5.0
+
+
+# ------------------------------------------------------------------- 32.9 (the studio's part): a damaged row
+def test_a_payload_that_is_text_not_json_damages_its_run_only(tmp_path):
+    """One row whose payload is not JSON (and one a JSON list): the old runs list failed for every run
+    (SQLite's json_extract: "malformed JSON"), and the run's page was an HTTP 500."""
+    import sqlite3
+
+    store = tmp_path / "runs.db"
+    write_run(store, "good", ["Hello.", "Hi."])
+    write_run(store, "hurt", ["Hello.", "Hi."])
+    with sqlite3.connect(store) as db:
+        db.execute("INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES "
+                   "('hurt', 100, 0, 'message', 1, 'Ada', 'this is not {json'), "
+                   "('hurt', 101, 0, 'run_stopped', 1, '', '[1, 2]')")
+    served = studio_runs.serve(store)
+    try:
+        listed = get(served, "/")
+        assert listed.status == 200 and 'data-run="good"' in listed.body
+        assert "2 damaged" in listed.body
+        assert {r["run_id"] for r in get(served, "/api/runs").json()["runs"]} == {"good", "hurt"}
+        page = get(served, "/runs/hurt")
+        assert page.status == 200
+        assert "event #100</b> (message) cannot be read: its payload is not JSON" in page.body
+        assert "(run_stopped) cannot be read: its payload is a JSON list, not an object" in page.body
+        assert get(served, "/runs/good").status == 200
+    finally:
+        served.stop()

@@ -62,7 +62,7 @@ from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
 from ..runs.requests import CallRequest, requests_of
 from ..runs.store import POSTGRES_SCHEMES
-from .summary import PAUSE_ERROR, MessageView, PendingApproval, RoleTotals, RunSummary, Summaries, receivers_of
+from .summary import DAMAGED, PAUSE_ERROR, MessageView, PendingApproval, RoleTotals, RunSummary, Summaries, receivers_of
 
 #: the graph's node for the messages sent to everyone
 EVERYONE = "everyone"
@@ -108,6 +108,8 @@ class RunRow:
     fork_at: int | None = None
     #: the command line that last started it, as recorded (``argv``, ``cwd``, ``module``; empty: none)
     command: dict[str, Any] = field(default_factory=dict)
+    #: its events whose payload could not be read (a damaged row)
+    damaged: int = 0
 
     @property
     def duration(self) -> float:
@@ -276,7 +278,7 @@ class RunSource:
             summary.started, summary.ended, summary.events, idea=str(first.get("idea", "")),
             team=str(first.get("team", "")), parent=parent, lineage=lineage, failures=sum(t.failures for t in totals),
             fork_at=summary.lineage.get("at") if summary.lineage.get("relation") == "fork" else None,
-            command=summary.command,
+            command=summary.command, damaged=summary.damaged,
         )
 
     def summary(self, run_id: str, *, detail: bool = False, version: int | None = None) -> RunSummary:
@@ -317,18 +319,18 @@ class RunSource:
             # paths gives them as one JSON array): no prompt text crosses into Python
             while True:  # (a page at a time: a long run's rows are never all in memory at once)
                 rows = self._sql(
-                    """SELECT seq, ts, kind, round, role,
-                              CASE kind
-                                WHEN 'llm_call' THEN json_extract(data, '$.response.usage.prompt_tokens',
+                    """SELECT seq, ts, CASE WHEN NOT json_valid(data) THEN 'damaged'
+                                         WHEN json_type(data) != 'object' THEN 'damaged' ELSE kind END, round, role,
+                              CASE WHEN NOT json_valid(data) THEN NULL
+                                WHEN kind = 'llm_call' THEN json_extract(data, '$.response.usage.prompt_tokens',
                                      '$.response.usage.completion_tokens', '$.cost', '$.latency', '$.error',
                                      '$.action', '$.fingerprint')
-                                WHEN 'message' THEN json_extract(data, '$.message.sent_from', '$.message.send_to',
-                                     '$.message.cause_by')
-                                WHEN 'run_started' THEN data WHEN 'run_stopped' THEN data WHEN 'turn_failed' THEN data
-                                WHEN 'lineage' THEN data WHEN 'approval_requested' THEN data
-                                WHEN 'approval_decided' THEN data
+                                WHEN kind = 'message' THEN json_extract(data, '$.message.sent_from',
+                                     '$.message.send_to', '$.message.cause_by')
+                                WHEN kind IN ('run_started', 'run_stopped', 'turn_failed', 'lineage',
+                                              'approval_requested', 'approval_decided') THEN data
                               END,
-                              CASE WHEN kind = 'message' AND ?
+                              CASE WHEN kind = 'message' AND ? AND json_valid(data)
                                 THEN substr(json_extract(data, '$.message.content'), 1, 2000) END
                        FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?""",
                     (int(detail), run_id, after, NEWS_PAGE))
@@ -371,8 +373,10 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
-                   for seq, ts, kind, rnd, role, data in rows]
+            out = []
+            for seq, ts, kind, rnd, role, data in rows:
+                kind, decoded = _decoded(kind, data)
+                out.append(EventView(seq, ts, kind, rnd, role, decoded))
         else:
             out = []
             for e in self._all(run_id):
@@ -501,6 +505,18 @@ class RunSource:
         where = f"cd {shlex.quote(str(cwd))} && " if cwd else ""
         return (f"{where}ROLECAST_STORE={store} {shlex.join(command_argv(cast(CommandData, run.command)))}   "
                 f"# with its Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+
+
+def _decoded(kind: str, data: str) -> tuple[str, dict[str, Any]]:
+    """An event's kind and payload from its row; a payload that is not a JSON object is a
+    :data:`DAMAGED` event saying what was wrong, not an error that breaks the page."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return DAMAGED, {"kind": kind, "error": f"its payload is not JSON ({type(exc).__name__}: {str(exc)[:200]})"}
+    if not isinstance(value, dict):
+        return DAMAGED, {"kind": kind, "error": f"its payload is a JSON {type(value).__name__}, not an object"}
+    return kind, upgrade(kind, value)
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:

@@ -25,6 +25,9 @@ from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, LINEAGE
 ALL = "<all>"
 #: the error a turn stops with to wait for a deferred approval (logged as its turn_failed)
 PAUSE_ERROR = "ApprovalPending"
+#: the kind of an event whose payload could not be read (see rolecast.studio.source)
+DAMAGED = "damaged"
+_WHOLE_PAYLOAD = frozenset({RUN_STARTED, RUN_STOPPED, TURN_FAILED, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED})
 #: light summaries kept (each a few hundred bytes)
 LIGHT_KEPT = 20_000
 #: what the detailed summaries kept may weigh together (bytes, about: their messages' texts and more)
@@ -115,6 +118,8 @@ class RunSummary:
         self.lineage: dict[str, Any] = {}
         #: deferred approvals asked and not answered yet, by id
         self.pending: dict[str, PendingApproval] = {}
+        #: events whose payload could not be read (not a JSON object)
+        self.damaged = 0
         #: the command line that last started the run, as recorded (``argv``, ``cwd``, ``module``), if any
         self.command: dict[str, Any] = {}
 
@@ -131,6 +136,8 @@ class RunSummary:
 
     def add(self, news: Iterable[tuple[int, float, str, int, str, Any, str | None]]) -> None:
         for seq, ts, kind, rnd, role, facts, content in news:
+            if kind in _WHOLE_PAYLOAD and not isinstance(facts, dict):
+                facts = None  # (a payload of the wrong shape: read as an empty one)
             if not self.events:
                 self.started = ts
             self.events += 1
@@ -150,13 +157,16 @@ class RunSummary:
                     self.weight += 200
             elif kind == MESSAGE:
                 sender, send_to, cause = facts
-                sender = sender or "user"
+                sender = str(sender or "user")
+                send_to = [str(t) for t in send_to] if isinstance(send_to, list) else None
                 self._totals(role or sender).messages += 1
                 if self.detail:
                     receivers = receivers_of({"sent_from": sender, "send_to": send_to or []}, self.roles)
                     self.messages.append(MessageView(seq, rnd, sender, receivers, content or "",
                                                      str(cause or "").rsplit(".", 1)[-1], ALL in (send_to or [ALL])))
                     self.weight += 300 + 2 * len(content or "")
+            elif kind == DAMAGED:
+                self.damaged += 1
             elif kind == TURN_FAILED and (facts or {}).get("type") != PAUSE_ERROR:
                 self._totals(role or "-").failures += 1
             elif kind == RUN_STARTED:
@@ -189,7 +199,7 @@ class RunSummary:
         light.first_start, light.roles, light.starts = dict(self.first_start), list(self.roles), self.starts
         light.stops, light.lineage, light.pending = list(self.stops), dict(self.lineage), dict(self.pending)
         light.totals = {role: replace(t) for role, t in self.totals.items()}
-        light.command = self.command
+        light.command, light.damaged = self.command, self.damaged
         return light
 
 
