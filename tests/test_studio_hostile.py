@@ -369,3 +369,25 @@ def test_a_payload_that_is_text_not_json_damages_its_run_only(tmp_path):
         assert get(served, "/runs/good").status == 200
     finally:
         served.stop()
+
+
+def test_a_filtered_runs_list_over_a_store_object_reads_no_unchanged_run_again(monkeypatch):
+    """A PostgreSQL store (or any store object) has no data_version: the old list read every event of
+    every run on each refresh; a run whose event count has not changed is not read again."""
+    from rolecast.runs import MemoryRunStore
+    from rolecast.studio.source import RunSource
+
+    store = MemoryRunStore()
+    for r in range(5):
+        store.extend([RunEvent(f"m{r}", RUN_STARTED, {"idea": f"idea {r}", "roles": [{"name": "Ada"}]}, 0, ""),
+                      RunEvent(f"m{r}", RUN_STOPPED, {"reason": "n_round"}, 1, "")])
+    source = RunSource(store)
+    assert source.runs("no-such-run") == []
+    reads: list[str] = []
+    real = source._news
+    monkeypatch.setattr(source, "_news", lambda run_id, *a, **k: reads.append(run_id) or real(run_id, *a, **k))
+    assert source.runs("no-such-run") == []
+    assert reads == []
+    store.append(RunEvent("m3", RUN_STARTED, {"idea": "idea 3", "roles": [{"name": "Ada"}]}, 2, ""))
+    assert [r.run_id for r in source.runs("idea 3")] == ["m3"] and reads == ["m3"]
+    assert source.run("m3").status in ("running", "interrupted")

@@ -243,6 +243,7 @@ class RunSource:
         """The runs, newest first; ``search`` matches the id, the idea, the team or a role (any case),
         ``status`` one of running / finished / failed / waiting for approval."""
         version = None
+        counts: dict[str, int] = {}
         if self._db is not None:
             version = self._version()
             if self._ids is None or self._ids[0] != version:  # (a scan of the table: only after a write)
@@ -251,11 +252,13 @@ class RunSource:
             ids = self._ids[1]
         else:
             assert self.store is not None
-            ids = [info.run_id for info in self.store.runs()]
+            infos = self.store.runs()
+            ids = [info.run_id for info in infos]
+            counts = {info.run_id: info.events for info in infos}
         rows = []
         needle = search.strip().lower()
         for run_id in ids:
-            row = self._row(self.summary(run_id, version=version))
+            row = self._row(self.summary(run_id, version=version, events=counts.get(run_id)))
             if needle and not any(needle in text.lower() for text in (row.run_id, row.idea, row.team, *row.roles)):
                 continue
             if status and row.status != status:
@@ -281,16 +284,19 @@ class RunSource:
             command=summary.command, damaged=summary.damaged,
         )
 
-    def summary(self, run_id: str, *, detail: bool = False, version: int | None = None) -> RunSummary:
+    def summary(self, run_id: str, *, detail: bool = False, version: int | None = None,
+                events: int | None = None) -> RunSummary:
         """The run's totals (``detail``: and its messages and model calls), read once and then kept
         (:class:`~rolecast.studio.summary.Summaries`): a later call reads only the events written since
         (a finished run costs nothing more; a running one, its news). ``version``: the store's
-        ``data_version`` when the caller has just read it (the runs list: one read for all runs)."""
+        ``data_version`` when the caller has just read it (the runs list: one read for all runs); ``events``:
+        how many events a store object says the run has (a summary of that many is current: not read again)."""
         summary = self._summaries.take(run_id, detail)
         try:
             with summary.lock:
                 if self._db is None:
-                    summary.add(self._news(run_id, summary.last_seq, summary.detail))
+                    if not (events and summary.events == events):
+                        summary.add(self._news(run_id, summary.last_seq, summary.detail))
                     return summary
                 version = self._version() if version is None else version
                 if summary.version == version:
