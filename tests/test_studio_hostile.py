@@ -71,6 +71,23 @@ def test_two_runs_of_4000_near_identical_messages_are_never_handed_to_difflib_wh
     assert found.same_messages == 3960 and found.first_difference == 0
 
 
+def test_a_comparison_whose_client_left_stops_at_its_next_step():
+    """The old comparison went on for minutes on a server thread after the page that asked for it closed."""
+    from rolecast.studio.align import Abandoned
+
+    left = [f"I agree {i % 5}." for i in range(4000)]
+    right = [f"I changed my mind ({i})." if i % 100 == 0 else t for i, t in enumerate(left)]
+    asked: list[int] = []
+
+    def gone() -> bool:
+        asked.append(1)
+        return len(asked) > 3  # the client leaves after the comparison's first steps
+
+    with pytest.raises(Abandoned):
+        shape.compare(views(left), views(right), [], [], stop=gone)
+    assert len(asked) == 4
+
+
 def test_a_compare_of_two_runs_that_differ_in_3000_messages_shows_a_bounded_page(tmp_path):
     store = tmp_path / "runs.db"
     a = write_run(store, "all-left", [f"left {i}" for i in range(3000)])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 #: the most pairs of items (len(a) * len(b)) a gap may have to be lined up by difflib
 SMALL = 40_000
@@ -30,20 +30,32 @@ WINDOW = 200
 DEPTH = 4
 
 Opcode = tuple[str, int, int, int, int]
+Stop = Callable[[], bool]
 
 
-def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
-    """``difflib``-style opcodes (``equal``, ``replace``, ``delete``, ``insert``) turning ``a`` into ``b``."""
+class Abandoned(Exception):
+    """The comparison was stopped (its ``stop()`` said so: the client that asked for it left)."""
+
+
+def _never() -> bool:
+    return False
+
+
+def opcodes(a: Sequence[Hashable], b: Sequence[Hashable], stop: Stop = _never) -> list[Opcode]:
+    """``difflib``-style opcodes (``equal``, ``replace``, ``delete``, ``insert``) turning ``a`` into ``b``;
+    :class:`Abandoned` as soon as ``stop()`` (asked between steps) is true."""
     found: list[Opcode] = []
     if len(a) * len(b) <= SMALL:  # (small: difflib's own answer, at once)
-        _gap(a, b, 0, len(a), 0, len(b), found)
+        _gap(a, b, 0, len(a), 0, len(b), found, stop)
         return found
-    _align(a, b, 0, len(a), 0, len(b), DEPTH, found)
+    _align(a, b, 0, len(a), 0, len(b), DEPTH, found, stop)
     return _merged(found)
 
 
 def _align(a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: int, j2: int, depth: int,
-           out: list[Opcode]) -> None:
+           out: list[Opcode], stop: Stop) -> None:
+    if stop():
+        raise Abandoned("the comparison was stopped")
     start = 0
     while i1 + start < i2 and j1 + start < j2 and a[i1 + start] == b[j1 + start]:
         start += 1
@@ -60,12 +72,12 @@ def _align(a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: i
         if anchors:
             at_i, at_j = i1, j1
             for i, j in anchors:
-                _align(a, b, at_i, i, at_j, j, depth - 1, out)
+                _align(a, b, at_i, i, at_j, j, depth - 1, out, stop)
                 out.append(("equal", i, i + 1, j, j + 1))
                 at_i, at_j = i + 1, j + 1
-            _align(a, b, at_i, i2, at_j, j2, depth - 1, out)
+            _align(a, b, at_i, i2, at_j, j2, depth - 1, out, stop)
         else:
-            _gap(a, b, i1, i2, j1, j2, out)
+            _gap(a, b, i1, i2, j1, j2, out, stop)
     if end:
         out.append(tail)
 
@@ -106,7 +118,8 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return run[::-1]
 
 
-def _gap(a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: int, j2: int, out: list[Opcode]) -> None:
+def _gap(a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: int, j2: int, out: list[Opcode],
+         stop: Stop) -> None:
     """A stretch with no anchors: lined up by difflib while small; a big one in windows of
     :data:`WINDOW` items on each side, side by side (a message put in or left out shifts what follows
     by one: the next window lines that up again)."""
@@ -117,7 +130,9 @@ def _gap(a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: int
     for k in range(0, max(i2 - i1, j2 - j1), WINDOW):
         p1, p2 = min(i2, i1 + k), min(i2, i1 + k + WINDOW)
         q1, q2 = min(j2, j1 + k), min(j2, j1 + k + WINDOW)
-        _gap(a, b, p1, p2, q1, q2, out)
+        if stop():
+            raise Abandoned("the comparison was stopped")
+        _gap(a, b, p1, p2, q1, q2, out, stop)
 
 
 def _merged(found: list[Opcode]) -> list[Opcode]:
@@ -133,4 +148,4 @@ def _merged(found: list[Opcode]) -> list[Opcode]:
     return out
 
 
-__all__ = ["DEPTH", "SMALL", "WINDOW", "opcodes"]
+__all__ = ["DEPTH", "SMALL", "WINDOW", "Abandoned", "opcodes"]

@@ -26,10 +26,12 @@ has one, and a POST must carry the page's CSRF token and come from this origin.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
@@ -43,6 +45,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import RolecastError, UsageError
 from . import shape, text
+from .align import Abandoned
 from .guard import CSRF_FIELD, MAX_BODY, TOKEN_COOKIE, ASGIApp, Guard, allowed_hosts, is_loopback, plain
 from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, RunSource
 
@@ -52,6 +55,8 @@ LIVE_POLL = 0.25
 #: a comment line on the live stream this often keeps proxies from closing an idle connection
 LIVE_KEEPALIVE = 15.0
 
+#: how often a comparison in progress looks whether its client is still there (seconds)
+COMPARE_POLL = 0.2
 #: comparisons the studio works on at once (the others wait their turn)
 COMPARES_AT_ONCE = 2
 #: a message of a model call's request longer than this (characters) is folded: its start, click for all
@@ -268,20 +273,27 @@ class Studio:
             rows = await asyncio.to_thread(self.source.runs)
             a, b = _pick_pair(rows, a, b)
             return self.page("compare_pick.html", title="Compare runs", rows=rows, a=a, b=b)
+        left = threading.Event()  # set when the client goes: the comparison stops at its next step
         try:
             async with self.comparing:
-                if await request.is_disconnected():
-                    return plain(499, "rolecast studio: the client left")
-                values = await asyncio.to_thread(self._compare_values, a, b)
+                work = asyncio.ensure_future(asyncio.to_thread(self._compare_values, a, b, left.is_set))
+                while not (await asyncio.wait({work}, timeout=COMPARE_POLL))[0]:
+                    if await request.is_disconnected():
+                        left.set()
+                        with contextlib.suppress(Abandoned, RolecastError):
+                            await work
+                        return plain(499, "rolecast studio: the client left; the comparison was stopped")
+                values = work.result()
         except RolecastError as exc:
             return self.error(exc)
         return self.page("compare.html", **values)
 
-    def _compare_values(self, a: str, b: str) -> dict[str, Any]:
+    def _compare_values(self, a: str, b: str, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
         source = self.source
         left_messages, right_messages = source.messages(a), source.messages(b)
         left, right = source.run(a), source.run(b)
-        comparison = shape.compare(left_messages, right_messages, source.call_keys(a), source.call_keys(b))
+        comparison = shape.compare(left_messages, right_messages, source.call_keys(a), source.call_keys(b),
+                                   stop=stop)
         return {"title": f"Compare {a} and {b}", "left": left, "right": right, "cmp": comparison,
                 "colours": shape.colours(list(dict.fromkeys([*left.roles, *right.roles])))}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runs.events import MESSAGE, ROUND_STARTED, RUN_STARTED
-from .align import opcodes
+from .align import Stop, opcodes
 from .source import EVERYONE, EventView, MessageEdge, MessageView
 
 #: the most rows a comparison shows (the rest are counted: a page of 16,000 changed messages would be
@@ -235,11 +235,12 @@ def _key(m: MessageView) -> tuple[str, tuple[str, ...], str]:
 
 def compare(left: list[MessageView], right: list[MessageView],
             left_calls: list[tuple[int, int, str, str, str]], right_calls: list[tuple[int, int, str, str, str]],
-            context: int = 2, max_rows: int = MAX_ROWS) -> Comparison:
+            context: int = 2, max_rows: int = MAX_ROWS, stop: Stop | None = None) -> Comparison:
     """Line the two runs' messages up (:func:`rolecast.studio.align.opcodes`: near-linear time, whatever
     the runs hold); long stretches of the same messages fold into one ``skipped`` row, keeping
-    ``context`` on each side of a difference; rows past ``max_rows`` are counted, not made."""
-    found = opcodes([_key(m) for m in left], [_key(m) for m in right])
+    ``context`` on each side of a difference; rows past ``max_rows`` are counted, not made. ``stop``:
+    asked between steps; when true, :class:`~rolecast.studio.align.Abandoned` (the client left)."""
+    found = opcodes([_key(m) for m in left], [_key(m) for m in right], stop or (lambda: False))
     rows: list[Row] = []
     same = left_out = 0
     for tag, i1, i2, j1, j2 in found:
