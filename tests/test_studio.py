@@ -399,7 +399,8 @@ def test_a_pending_approval_is_answered_from_the_page_and_the_rerun_finishes(tmp
         page = get(server, f"/runs/{run_id}").body
         assert 'data-approval="Calc-1"' in page and "calculator" in page and "6 * 7" in page
         # the pause is not a failure
-        assert "⏸ paused" in page and "turn-failed" not in page and "mark-paused" in page
+        assert '<span class="icon-pause" aria-hidden="true"></span> paused' in page
+        assert "turn-failed" not in page and "mark-paused" in page
         assert get(server, "/api/runs").json()["runs"][0]["failures"] == 0
         # an edit the tool's schema refuses is refused, and nothing is written
         bad = post(server, f"/runs/{run_id}/approvals/Calc-1",

@@ -9,8 +9,12 @@ Importing this package is light: the web app (:mod:`.app`) and the server (:mod:
 load when first used, so ``rolecast`` and its command line do not pay for them.
 
 * :mod:`.source` — the one module that reads (and steers) runs: the rest of the studio asks it;
-* :mod:`.shape` — rounds → turns, the message graph's layout, two runs lined up (pure Python);
-* :mod:`.app` — the Starlette routes, the templates, the access token and CSRF checks;
+* :mod:`.summary` — what is kept of each run between requests, and how much;
+* :mod:`.shape` — rounds → turns, the message graph's layout, two runs lined up (pure Python;
+  :mod:`.align` lines them up in bounded time);
+* :mod:`.text` — how a model's or a person's text is written on a page (folded, code as code);
+* :mod:`.app` — the Starlette routes and the templates; :mod:`.guard` — the access token, Host,
+  Origin and CSRF checks;
 * :mod:`.server` — the command: binding, the token rule, uvicorn.
 """
 

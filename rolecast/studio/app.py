@@ -18,7 +18,7 @@ Routes::
     GET  /api/runs/{run_id}                 one run's header and per-role totals as JSON
     GET  /api/runs/{run_id}/events          its events as JSON, paginated (?after=SEQ&limit=N)
 
-Safety (see :class:`Guard`): requests must name this server as their ``Host`` (a web page
+Safety (see :class:`~rolecast.studio.guard.Guard`): requests must name this server as their ``Host`` (a web page
 elsewhere cannot reach it through a DNS name of its own), carry the access token when the server
 has one, and a POST must carry the page's CSRF token and come from this origin.
 """
@@ -26,15 +26,15 @@ has one, and a POST must carry the page's CSRF token and come from this origin.
 from __future__ import annotations
 
 import asyncio
-import hmac
+import contextlib
 import json
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -44,23 +44,21 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import RolecastError, UsageError
-from . import shape
+from . import shape, text
+from .align import Abandoned
+from .guard import CSRF_FIELD, MAX_BODY, TOKEN_COOKIE, ASGIApp, Guard, allowed_hosts, is_loopback, plain
 from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, RunSource
 
 HERE = Path(__file__).resolve().parent
-CSRF_FIELD = "csrf"
-TOKEN_COOKIE = "rolecast_studio_token"
 #: how often the live stream looks for new events (seconds): new events appear within this
 LIVE_POLL = 0.25
 #: a comment line on the live stream this often keeps proxies from closing an idle connection
 LIVE_KEEPALIVE = 15.0
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: how often a comparison in progress looks whether its client is still there (seconds)
+COMPARE_POLL = 0.2
+#: comparisons the studio works on at once (the others wait their turn)
+COMPARES_AT_ONCE = 2
 #: a message of a model call's request longer than this (characters) is folded: its start, click for all
 LONG_MESSAGE = 600
 
@@ -72,13 +70,18 @@ def _templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=text.neutral,  # control and bidi characters: visible escapes, as the CLI shows them
     )
     env.filters["when"] = lambda ts: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else ""
     env.filters["duration"] = _duration
     env.filters["money"] = lambda v: f"${v:.4f}" if v >= 0.0001 or v == 0 else f"${v:.6f}"
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
+    env.filters["fold"] = text.fold
+    env.filters["rich"] = text.rich
+    env.filters["urlpart"] = lambda s: quote(str(s), safe="")
     env.filters["short"] = lambda s, n=120: (s if len(s) <= n else s[: n - 1] + "…") if isinstance(s, str) else s
     env.globals["source_of"] = shape.source_of
+    env.globals["call_title"] = shape.call_title
     env.globals["long_message"] = LONG_MESSAGE
     return env
 
@@ -93,141 +96,6 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
 
 
-class Guard:
-    """The studio's checks on every request, as ASGI middleware (it lets the live stream through
-    untouched, which Starlette's ``BaseHTTPMiddleware`` would buffer).
-
-    * ``Host`` must be one this server answers to: with a loopback bind, only loopback names (a
-      page on another site that points its own DNS name at 127.0.0.1 is refused: DNS rebinding);
-    * with an access ``token``, a request must carry it: ``Authorization: Bearer``, the cookie a
-      first visit with ``?token=`` sets, or that query itself;
-    * a POST must carry the CSRF token of the page's form (``csrf`` field or ``X-CSRF-Token``
-      header) and, when the browser says where it comes from (``Origin``), come from this server.
-    """
-
-    def __init__(self, app: ASGIApp, *, token: str | None, csrf: str, hosts: tuple[str, ...] | None):
-        self.app, self.token, self.csrf, self.hosts = app, token, csrf, hosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        host = headers.get("host", "")
-        if self.hosts is not None and _hostname(host) not in self.hosts:
-            await _plain(403, f"rolecast studio: requests must name this server as their host, not {host!r}")(
-                scope, receive, send)
-            return
-        if self.token is not None:
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = _bearer(headers.get("authorization", "")) or _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
-            from_query = (query.get("token") or [None])[0]
-            if from_query is not None and _same(from_query, self.token) and scope["method"] == "GET":
-                # a first visit with the printed URL: keep the token in a cookie, drop it from the address
-                rest = {k: v for k, v in query.items() if k != "token"}
-                target = scope["path"] + ("?" + urlencode(rest, doseq=True) if rest else "")
-                response = RedirectResponse(target, status_code=303)
-                response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-                await response(scope, receive, send)
-                return
-            if given is None or not _same(given, self.token):
-                await _plain(401, "rolecast studio: this server needs its access token (printed when it started): "
-                                  "open the URL it printed, or send 'Authorization: Bearer TOKEN'")(
-                    scope, receive, send)
-                return
-        if scope["method"] not in ("GET", "HEAD"):
-            origin = headers.get("origin")
-            if origin is not None and origin != "null" and _hostname(origin.split("://", 1)[-1]) != _hostname(host):
-                await _plain(403, "rolecast studio: a change must come from the studio's own pages (Origin)")(
-                    scope, receive, send)
-                return
-            body, receive = await _buffer(receive)
-            sent = headers.get("x-csrf-token") or _form_field(headers, body, CSRF_FIELD)
-            if sent is None or not _same(sent, self.csrf):
-                await _plain(403, "rolecast studio: the form's CSRF token is missing or stale; reload the page")(
-                    scope, receive, send)
-                return
-        await self.app(scope, receive, _with_headers(send))
-
-
-def _with_headers(send: Send) -> Send:
-    """Every response says: our scripts and styles only, no framing, no sniffing, no referrer."""
-    extra = [
-        (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; "
-                                     b"img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; "
-                                     b"base-uri 'none'; form-action 'self'"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"no-referrer"),
-        (b"x-frame-options", b"DENY"),
-    ]
-
-    async def wrapped(message: MutableMapping[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            message = dict(message)
-            message["headers"] = [*message.get("headers", []), *extra]
-        await send(message)
-
-    return wrapped
-
-
-def _plain(status: int, text: str) -> Response:
-    return Response(text + "\n", status_code=status, media_type="text/plain; charset=utf-8")
-
-
-def _same(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode(), b.encode())
-
-
-def _hostname(host: str) -> str:
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _bearer(value: str) -> str | None:
-    scheme, _, token = value.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-def _cookie(header: str, name: str) -> str | None:
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
-
-
-def _form_field(headers: dict[str, str], body: bytes, name: str) -> str | None:
-    if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-        return None
-    values = parse_qs(body.decode("utf-8", "replace")).get(name)
-    return values[0] if values else None
-
-
-async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
-    """Read a request's body (a form: small) and hand the app a ``receive`` that gives it again."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    body = b"".join(chunks)
-    given = False
-
-    async def again() -> MutableMapping[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return body, again
-
-
 async def _form(request: Request) -> dict[str, str]:
     """A url-encoded form's fields (the studio's forms are small and never upload files; this needs no
     multipart parser)."""
@@ -235,12 +103,46 @@ async def _form(request: Request) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
 
 
-def allowed_hosts(bind: str) -> tuple[str, ...] | None:
-    """The ``Host`` names a server bound to ``bind`` answers to: loopback names for a loopback bind,
-    any for another (that server requires its token instead)."""
-    if bind in _LOOPBACK_NAMES or bind.startswith("127."):
-        return (*_LOOPBACK_NAMES, bind)
-    return None
+#: the largest seq SQLite stores (a signed 64-bit integer); a bigger ``after`` is refused, not overflowed
+MAX_SEQ = (1 << 63) - 1
+
+
+def whole(text: str | None, name: str, default: int = 0) -> int:
+    """A whole number from a query or a header (one below 0 is 0), or a UsageError (not a number, or more
+    than :data:`MAX_SEQ`: SQLite could not even compare it)."""
+    try:
+        value = int(text) if text not in (None, "") else default
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number (an event's seq)") from None
+    if value > MAX_SEQ:
+        raise UsageError(f"{name} must be a whole number from 0 to {MAX_SEQ}")
+    return max(0, value)
+
+
+#: how deep the edited arguments of an approval may nest (lists and objects)
+MAX_NESTING = 100
+
+
+def nesting(text: str) -> int:
+    """How deep a JSON text's lists and objects nest (one pass; brackets in strings do not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 class Studio:
@@ -250,6 +152,9 @@ class Studio:
         self.source = source
         self.csrf = csrf
         self.templates = _templates()
+        #: comparisons at once (each is bounded; this keeps a page that asks for many from taking every
+        #: worker thread the other pages need)
+        self.comparing = asyncio.Semaphore(COMPARES_AT_ONCE)
 
     def warm(self) -> None:
         """Compile every template now (about 0.2 s of CPU), so that the first page a person opens
@@ -276,9 +181,9 @@ class Studio:
     async def run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         try:
-            after = max(0, int(request.query_params.get("after", "0")))
-        except ValueError:
-            return self.error(UsageError("after must be a whole number (an event's seq)"), 400)
+            after = whole(request.query_params.get("after"), "after")
+        except UsageError as exc:
+            return self.error(exc, 400)
         try:
             values = await asyncio.to_thread(self._run_values, run_id, after)
         except RolecastError as exc:
@@ -287,9 +192,9 @@ class Studio:
 
     def _run_values(self, run_id: str, after: int) -> dict[str, Any]:
         source = self.source
+        messages = source.messages(run_id)  # (first: the run's detailed summary serves the rest)
         run = source.run(run_id)
         events = source.events(run_id, after, PAGE_SIZE)
-        messages = source.messages(run_id)
         starts = source.page_starts(run_id)
         pending = source.pending_approvals(run_id)
         last = events[-1].seq if events else after
@@ -309,11 +214,12 @@ class Studio:
             wanted = {int(s) for s in request.query_params.get("seq", "").split(",") if s.strip()}
         except ValueError:
             return self.error(UsageError("seq is a comma-separated list of event numbers"), 400)
+        everything = await asyncio.to_thread(self.source.messages, run_id)
         try:
             run = await asyncio.to_thread(self.source.run, run_id)
         except RolecastError as exc:
             return self.error(exc)
-        found = [m for m in await asyncio.to_thread(self.source.messages, run_id) if m.seq in wanted]
+        found = [m for m in everything if m.seq in wanted]
         return self.page("_messages.html", messages=found, colours=shape.colours(run.roles))
 
     async def live(self, request: Request) -> Response:
@@ -323,9 +229,10 @@ class Studio:
         (escaped here, by the same templates as the page). ``Last-Event-ID`` resumes after a reconnect."""
         run_id = request.path_params["run_id"]
         try:
-            after = int(request.headers.get("last-event-id") or request.query_params.get("after", "0"))
-        except ValueError:
-            return self.error(UsageError("after must be a whole number (an event's seq)"), 400)
+            after = whole(request.headers.get("last-event-id") or request.query_params.get("after"),
+                          "Last-Event-ID" if request.headers.get("last-event-id") else "after")
+        except UsageError as exc:
+            return self.error(exc, 400)
         try:
             run = await asyncio.to_thread(self.source.run, run_id)
         except RolecastError as exc:
@@ -364,18 +271,29 @@ class Studio:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         if not a or not b:
             rows = await asyncio.to_thread(self.source.runs)
+            a, b = _pick_pair(rows, a, b)
             return self.page("compare_pick.html", title="Compare runs", rows=rows, a=a, b=b)
+        left = threading.Event()  # set when the client goes: the comparison stops at its next step
         try:
-            values = await asyncio.to_thread(self._compare_values, a, b)
+            async with self.comparing:
+                work = asyncio.ensure_future(asyncio.to_thread(self._compare_values, a, b, left.is_set))
+                while not (await asyncio.wait({work}, timeout=COMPARE_POLL))[0]:
+                    if await request.is_disconnected():
+                        left.set()
+                        with contextlib.suppress(Abandoned, RolecastError):
+                            await work
+                        return plain(499, "rolecast studio: the client left; the comparison was stopped")
+                values = work.result()
         except RolecastError as exc:
             return self.error(exc)
         return self.page("compare.html", **values)
 
-    def _compare_values(self, a: str, b: str) -> dict[str, Any]:
+    def _compare_values(self, a: str, b: str, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
         source = self.source
+        left_messages, right_messages = source.messages(a), source.messages(b)
         left, right = source.run(a), source.run(b)
-        comparison = shape.compare(source.messages(a), source.messages(b),
-                                   source.call_keys(a), source.call_keys(b))
+        comparison = shape.compare(left_messages, right_messages, source.call_keys(a), source.call_keys(b),
+                                   stop=stop)
         return {"title": f"Compare {a} and {b}", "left": left, "right": right, "cmp": comparison,
                 "colours": shape.colours(list(dict.fromkeys([*left.roles, *right.roles])))}
 
@@ -388,8 +306,11 @@ class Studio:
         arguments: dict[str, Any] | None = None
         try:
             if verdict == "edit":
+                text = str(form.get("arguments", ""))
+                if nesting(text) > MAX_NESTING:
+                    raise UsageError(f"the edited arguments nest deeper than {MAX_NESTING} levels")
                 try:
-                    arguments = json.loads(str(form.get("arguments", "")))
+                    arguments = json.loads(text)
                 except json.JSONDecodeError as exc:
                     raise UsageError(f"the edited arguments are not JSON: {exc}") from exc
                 if not isinstance(arguments, dict):
@@ -398,7 +319,8 @@ class Studio:
                                     arguments=arguments)
         except RolecastError as exc:
             return self.error(exc, 400)
-        return RedirectResponse(f"/runs/{run_id}?decided={approval_id}#steer", status_code=303)
+        return RedirectResponse(f"/runs/{quote(run_id, safe='')}?{urlencode({'decided': approval_id})}#steer",
+                                status_code=303)
 
     async def fork(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -432,11 +354,10 @@ class Studio:
         """``?after=SEQ&limit=N`` (N at most 2000); ``next`` is the ``after`` of the next page, or null."""
         run_id = request.path_params["run_id"]
         try:
-            after = max(0, int(request.query_params.get("after", "0")))
-            limit = int(request.query_params.get("limit", str(PAGE_SIZE)))
-        except ValueError:
-            return JSONResponse({"error": "UsageError", "message": "after and limit are whole numbers"},
-                                status_code=400)
+            after = whole(request.query_params.get("after"), "after")
+            limit = whole(request.query_params.get("limit"), "limit", PAGE_SIZE)
+        except UsageError as exc:
+            return JSONResponse({"error": "UsageError", "message": str(exc)}, status_code=400)
         if not 1 <= limit <= MAX_PAGE:
             return JSONResponse({"error": "UsageError", "message": f"limit is 1 to {MAX_PAGE}"}, status_code=400)
         events = await asyncio.to_thread(self.source.events, run_id, after, limit)
@@ -447,6 +368,18 @@ class Studio:
         more = len(events) == limit and await asyncio.to_thread(self.source.last_seq, run_id) > last
         return JSONResponse({"run_id": run_id, "events": [e.as_json() for e in events],
                              "next": last if more else None})
+
+
+def _pick_pair(rows: list[Any], a: str, b: str) -> tuple[str, str]:
+    """The comparison picker's first choice: two different runs — on the right the one given or the
+    newest, on the left the one given, else the right one's parent (a fork's, a rerun's), else the next."""
+    ids = [r.run_id for r in rows]
+    if not b:
+        b = next((i for i in ids if i != a), "")
+    if not a:
+        parent = next((r.parent for r in rows if r.run_id == b and r.parent in ids), None)
+        a = parent or next((i for i in ids if i != b), "")
+    return a, b
 
 
 def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str, ...] | None = ("127.0.0.1",),
@@ -463,7 +396,8 @@ def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str,
         Route("/runs/{run_id}", studio.run),
         Route("/runs/{run_id}/live", studio.live),
         Route("/runs/{run_id}/messages", studio.messages),
-        Route("/runs/{run_id}/approvals/{approval_id}", studio.decide, methods=["POST"]),
+        # (an approval's id may hold a "/": its form's action encodes it, the server hands it over decoded)
+        Route("/runs/{run_id}/approvals/{approval_id:path}", studio.decide, methods=["POST"]),
         Route("/runs/{run_id}/fork", studio.fork, methods=["POST"]),
         Route("/api/runs", studio.api_runs),
         Route("/api/runs/{run_id}", studio.api_run),
@@ -475,4 +409,5 @@ def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str,
     return Guard(app, token=token, csrf=studio.csrf, hosts=hosts)
 
 
-__all__ = ["CSRF_FIELD", "TOKEN_COOKIE", "Guard", "Studio", "allowed_hosts", "create_app"]
+__all__ = ["CSRF_FIELD", "MAX_BODY", "TOKEN_COOKIE", "Guard", "Studio", "allowed_hosts", "create_app", "is_loopback",
+           "whole"]

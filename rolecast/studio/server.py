@@ -23,12 +23,8 @@ import uvicorn  # (this module loads when a studio starts: rolecast.studio expor
 
 from ..errors import ConfigError
 from ..runs import DEFAULT_STORE_PATH
-from .app import allowed_hosts, create_app
+from .app import allowed_hosts, create_app, is_loopback
 from .source import RunSource
-
-
-def is_loopback(host: str) -> bool:
-    return host in ("localhost", "::1", "[::1]") or host.startswith("127.")
 
 
 def access_token(host: str, given: str | None) -> str | None:

@@ -10,13 +10,17 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..runs.events import MESSAGE, ROUND_STARTED, RUN_STARTED
+from .align import Stop, opcodes
 from .source import EVERYONE, EventView, MessageEdge, MessageView
+
+#: the most rows a comparison shows (the rest are counted: a page of 16,000 changed messages would be
+#: tens of megabytes of HTML)
+MAX_ROWS = 400
 
 #: colour classes (the stylesheet's ``role-0`` … ``role-7``); "user" and unknown senders are grey
 PALETTE = 8
@@ -89,6 +93,21 @@ def source_of(call: dict[str, Any], round: int = 0, fork_at: int | None = None) 
     if fork_at is not None and round <= fork_at:
         return "replayed"
     return "live"
+
+
+#: what a model call made in no action was for (its request's kind), as ``rolecast runs show`` says it
+_CALL_PURPOSE = {"choose": "choose the next action", "embed": "embed text", "complete": "a call outside an action"}
+
+
+def call_title(call: dict[str, Any]) -> str:
+    """A logged model call's title: its action, or what a call made in no action was for (a state
+    choice: "choose the next action"), never an empty one."""
+    action = call.get("action")
+    if action:
+        return str(action)
+    request = call.get("request")
+    kind = request.get("kind") if isinstance(request, dict) else None
+    return _CALL_PURPOSE.get(str(kind), "no action")
 
 
 # ------------------------------------------------------------------------ graph
@@ -206,6 +225,8 @@ class Comparison:
     same_messages: int
     #: the messages the runs share before they part (all of them when they do not)
     common_prefix: int
+    #: the rows of differing messages not shown, past :data:`MAX_ROWS`
+    rows_left_out: int = 0
 
 
 def _key(m: MessageView) -> tuple[str, tuple[str, ...], str]:
@@ -214,15 +235,21 @@ def _key(m: MessageView) -> tuple[str, tuple[str, ...], str]:
 
 def compare(left: list[MessageView], right: list[MessageView],
             left_calls: list[tuple[int, int, str, str, str]], right_calls: list[tuple[int, int, str, str, str]],
-            context: int = 2) -> Comparison:
-    """Line the two runs' messages up (``difflib``'s longest matching blocks); long stretches of the
-    same messages fold into one ``skipped`` row, keeping ``context`` on each side of a difference."""
-    matcher = difflib.SequenceMatcher(a=[_key(m) for m in left], b=[_key(m) for m in right], autojunk=False)
+            context: int = 2, max_rows: int = MAX_ROWS, stop: Stop | None = None) -> Comparison:
+    """Line the two runs' messages up (:func:`rolecast.studio.align.opcodes`: near-linear time, whatever
+    the runs hold); long stretches of the same messages fold into one ``skipped`` row, keeping
+    ``context`` on each side of a difference; rows past ``max_rows`` are counted, not made. ``stop``:
+    asked between steps; when true, :class:`~rolecast.studio.align.Abandoned` (the client left)."""
+    found = opcodes([_key(m) for m in left], [_key(m) for m in right], stop or (lambda: False))
     rows: list[Row] = []
-    same = 0
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    same = left_out = 0
+    for tag, i1, i2, j1, j2 in found:
         if tag == "equal":
             same += i2 - i1
+        if len(rows) >= max_rows:
+            left_out += 0 if tag == "equal" else max(i2 - i1, j2 - j1)
+            continue
+        if tag == "equal":
             pairs = list(zip(left[i1:i2], right[j1:j2], strict=True))
             head = pairs[:context] if rows else []
             tail = pairs[-context:] if i2 < len(left) or j2 < len(right) else []
@@ -235,13 +262,15 @@ def compare(left: list[MessageView], right: list[MessageView],
         else:
             a_side, b_side = left[i1:i2], right[j1:j2]
             for k in range(max(len(a_side), len(b_side))):
+                if len(rows) >= max_rows:
+                    left_out += max(len(a_side), len(b_side)) - k
+                    break
                 a = a_side[k] if k < len(a_side) else None
                 b = b_side[k] if k < len(b_side) else None
                 rows.append(Row("changed" if a and b else ("only-left" if a else "only-right"), a, b))
     first = next((i for i, r in enumerate(rows) if r.kind not in ("same", "skipped")), None)
-    opcodes = matcher.get_opcodes()
-    prefix = opcodes[0][2] if opcodes and opcodes[0][0] == "equal" else 0
-    return Comparison(rows, first, _call_divergence(left_calls, right_calls), same, prefix)
+    prefix = found[0][2] if found and found[0][0] == "equal" else 0
+    return Comparison(rows, first, _call_divergence(left_calls, right_calls), same, prefix, left_out)
 
 
 def _call_divergence(left: list[tuple[int, int, str, str, str]], right: list[tuple[int, int, str, str, str]]
@@ -266,4 +295,5 @@ def _call_divergence(left: list[tuple[int, int, str, str, str]], right: list[tup
     return min(found, key=lambda f: (f[0], f[3] or f[4] or 0)) if found else None
 
 
-__all__ = ["Comparison", "Graph", "RoundGroup", "Row", "Turn", "colours", "compare", "graph", "group", "source_of"]
+__all__ = ["Comparison", "Graph", "RoundGroup", "Row", "Turn", "call_title", "colours", "compare", "graph", "group",
+           "source_of"]

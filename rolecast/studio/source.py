@@ -33,7 +33,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from urllib.parse import quote
 
 from ..errors import ConfigError, StoreError, UsageError
 from ..runs import (
@@ -48,21 +49,29 @@ from ..runs import (
 )
 from ..runs.approvals import VERDICTS
 from ..runs.approvals import decide as decide_approval
-from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
+from ..runs.events import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    FORMAT_VERSION,
+    LINEAGE,
+    CommandData,
+    command_argv,
+    upgrade,
+)
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
 from ..runs.requests import CallRequest, requests_of
 from ..runs.store import POSTGRES_SCHEMES
+from .summary import DAMAGED, PAUSE_ERROR, MessageView, PendingApproval, RoleTotals, RunSummary, Summaries, receivers_of
 
-ALL = "<all>"
 #: the graph's node for the messages sent to everyone
 EVERYONE = "everyone"
 #: events on one page of a run (the rest is a click, or the JSON API, away)
 PAGE_SIZE = 200
+#: events a summary reads from the store at a time
+NEWS_PAGE = 2000
 #: the most a client may ask for in one page of the JSON API
 MAX_PAGE = 2000
-#: runs whose summary (totals, messages, calls) the studio keeps between requests
-SUMMARIES_KEPT = 256
 
 # a run's status, as the list and the run's header show it
 RUNNING, FINISHED, FAILED, WAITING = "running", "finished", "failed", "waiting for approval"
@@ -72,8 +81,6 @@ INTERRUPTED = "interrupted"
 PAUSED = "paused"
 STATUSES = (RUNNING, WAITING, PAUSED, FINISHED, FAILED, INTERRUPTED)
 _FINISHED_REASONS = frozenset({"n_round", "idle"})
-#: the error a turn stops with to wait for a deferred approval (logged as its turn_failed)
-PAUSE_ERROR = "ApprovalPending"
 
 
 @dataclass
@@ -99,6 +106,10 @@ class RunRow:
     failures: int = 0
     #: a fork's round: its events of rounds 1 … this were copied from the parent (None: not a fork)
     fork_at: int | None = None
+    #: the command line that last started it, as recorded (``argv``, ``cwd``, ``module``; empty: none)
+    command: dict[str, Any] = field(default_factory=dict)
+    #: its events whose payload could not be read (a damaged row)
+    damaged: int = 0
 
     @property
     def duration(self) -> float:
@@ -146,22 +157,6 @@ class EventView:
 
 
 @dataclass
-class RoleTotals:
-    role: str
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    latency: float = 0.0
-    failures: int = 0
-    messages: int = 0
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass
 class MessageEdge:
     """Who said something to whom in a round: the graph's edges (one per sender, receiver, round)."""
 
@@ -169,31 +164,6 @@ class MessageEdge:
     sender: str
     receiver: str
     seqs: list[int] = field(default_factory=list)
-
-
-@dataclass
-class MessageView:
-    seq: int
-    round: int
-    sender: str
-    receivers: list[str]
-    content: str
-    action: str
-    #: sent to everyone on the bus (``send_to`` ``<all>``): ``receivers`` are then every other role
-    to_all: bool = False
-
-
-@dataclass
-class PendingApproval:
-    """An approval a run is waiting for (from the runs package's deferred approvals)."""
-
-    approval_id: str
-    role: str
-    kind: str
-    name: str
-    arguments: dict[str, Any]
-    schema: dict[str, Any] | None = None
-    round: int = 0
 
 
 def status_of(starts: int, stops: list[str | None], waiting: bool = False, held: bool | None = True) -> str:
@@ -210,97 +180,6 @@ def status_of(starts: int, stops: list[str | None], waiting: bool = False, held:
     return FINISHED if reason in _FINISHED_REASONS else FAILED
 
 
-def receivers_of(message: dict[str, Any], roles: list[str]) -> list[str]:
-    """Whom a logged message went to: its ``send_to``, or every other role when sent to all."""
-    sender = message.get("sent_from") or "user"
-    targets = message.get("send_to") or [ALL]
-    if ALL in targets:
-        return [r for r in roles if r != sender]
-    return [t for t in targets if t != sender]
-
-
-class RunSummary:
-    """What the studio keeps of a run between requests: its totals, messages and calls, up to ``last_seq``.
-
-    Built from the run's events once, then extended with the events written since (:meth:`add`):
-    runs only grow, so a kept summary is never wrong, only behind."""
-
-    def __init__(self, run_id: str):
-        self.run_id = run_id
-        self.lock = threading.Lock()
-        self.version = -1  # the store's data_version when last brought up to date (SQLite)
-        self.last_seq = 0
-        self.events = 0
-        self.started = 0.0
-        self.ended = 0.0
-        self.last_round = 0
-        self.first_start: dict[str, Any] = {}
-        self.roles: list[str] = []
-        self.starts = 0
-        self.stops: list[str | None] = []
-        self.totals: dict[str, RoleTotals] = {}
-        self.messages: list[MessageView] = []
-        self.calls: list[tuple[int, int, str, str, str]] = []
-        #: a fork's or a rerun's origin: its lineage event's data
-        self.lineage: dict[str, Any] = {}
-        #: deferred approvals asked and not answered yet, by id
-        self.pending: dict[str, PendingApproval] = {}
-
-    @property
-    def stopped(self) -> bool:
-        """Stopped since it last started (its status is then its stop's, whoever holds it)."""
-        return bool(self.stops) and self.starts <= len(self.stops)
-
-    def _totals(self, role: str) -> RoleTotals:
-        row = self.totals.get(role)
-        if row is None:
-            row = self.totals[role] = RoleTotals(role)
-        return row
-
-    def add(self, news: Iterable[tuple[int, float, str, int, str, Any, str | None]]) -> None:
-        for seq, ts, kind, rnd, role, facts, content in news:
-            if not self.events:
-                self.started = ts
-            self.events += 1
-            self.last_seq, self.ended = seq, ts
-            self.last_round = max(self.last_round, rnd)
-            if kind == LLM_CALL:
-                prompt, completion, cost, latency, error, action, fp = facts
-                row = self._totals(role or "-")
-                row.calls += 1
-                row.prompt_tokens += int(prompt or 0)
-                row.completion_tokens += int(completion or 0)
-                row.cost += float(cost or 0)
-                row.latency += float(latency or 0)
-                row.failures += bool(error)
-                self.calls.append((seq, rnd, role, str(action or ""), str(fp or "")))
-            elif kind == MESSAGE:
-                sender, send_to, cause = facts
-                sender = sender or "user"
-                self._totals(role or sender).messages += 1
-                receivers = receivers_of({"sent_from": sender, "send_to": send_to or []}, self.roles)
-                self.messages.append(MessageView(seq, rnd, sender, receivers, content or "",
-                                                 str(cause or "").rsplit(".", 1)[-1], ALL in (send_to or [ALL])))
-            elif kind == TURN_FAILED and (facts or {}).get("type") != PAUSE_ERROR:
-                self._totals(role or "-").failures += 1
-            elif kind == RUN_STARTED:
-                self.starts += 1
-                if not self.first_start:
-                    self.first_start = facts or {}
-                    self.roles = [str(r.get("name", "?")) for r in self.first_start.get("roles", [])]
-            elif kind == RUN_STOPPED:
-                self.stops.append((facts or {}).get("reason"))
-            elif kind == LINEAGE:
-                self.lineage = facts or {}
-            elif kind == APPROVAL_REQUESTED and facts:
-                key = str(facts.get("id", ""))
-                self.pending[key] = PendingApproval(
-                    key, str(facts.get("role", role)), str(facts.get("kind", "tool")), str(facts.get("name", "")),
-                    facts.get("arguments") or {}, facts.get("schema"), int(facts.get("round", rnd) or 0))
-            elif kind == APPROVAL_DECIDED and facts:
-                self.pending.pop(str(facts.get("id", "")), None)
-
-
 class RunSource:
     """The runs of one store, for the studio (see the module docstring).
 
@@ -313,7 +192,7 @@ class RunSource:
         self.store: RunStore | None = None
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self._summaries: dict[str, RunSummary] = {}  # by run id, least recently used first
+        self._summaries = Summaries()
         self._ids: tuple[int, list[str]] | None = None  # the run ids, newest first, and the data_version read at
         self._location = store if isinstance(store, RunStore) else os.fspath(store)
         #: the store as it may be shown (a URL's password hidden)
@@ -323,13 +202,8 @@ class RunSource:
             self.path = Path(sqlite_path(os.fspath(store)))
             if not self.path.exists():
                 raise ConfigError(f"no run store at {self.path} (run a team first, or pass --store PATH|URL)")
-            try:
-                # read-only: a page view must never take the write lock from a running team
-                self._db = sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True, check_same_thread=False)
-                self._db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
-                found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
-            except sqlite3.Error as exc:
-                raise ConfigError(f"cannot read the run store {self.path}: {exc}") from exc
+            self._db = _open_read_only(self.path)
+            found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             if found > FORMAT_VERSION:  # (the fields picked by SQL below are those of formats 1 and 2)
                 self._db.close()
                 raise ConfigError(f"the run store {self.path} holds payload format {found}; this version of "
@@ -368,6 +242,8 @@ class RunSource:
     def runs(self, search: str = "", status: str = "", limit: int = 200) -> list[RunRow]:
         """The runs, newest first; ``search`` matches the id, the idea, the team or a role (any case),
         ``status`` one of running / finished / failed / waiting for approval."""
+        version = None
+        counts: dict[str, int] = {}
         if self._db is not None:
             version = self._version()
             if self._ids is None or self._ids[0] != version:  # (a scan of the table: only after a write)
@@ -376,11 +252,13 @@ class RunSource:
             ids = self._ids[1]
         else:
             assert self.store is not None
-            ids = [info.run_id for info in self.store.runs()]
+            infos = self.store.runs()
+            ids = [info.run_id for info in infos]
+            counts = {info.run_id: info.events for info in infos}
         rows = []
         needle = search.strip().lower()
         for run_id in ids:
-            row = self._row(self.summary(run_id))
+            row = self._row(self.summary(run_id, version=version, events=counts.get(run_id)))
             if needle and not any(needle in text.lower() for text in (row.run_id, row.idea, row.team, *row.roles)):
                 continue
             if status and row.status != status:
@@ -403,65 +281,70 @@ class RunSource:
             summary.started, summary.ended, summary.events, idea=str(first.get("idea", "")),
             team=str(first.get("team", "")), parent=parent, lineage=lineage, failures=sum(t.failures for t in totals),
             fork_at=summary.lineage.get("at") if summary.lineage.get("relation") == "fork" else None,
+            command=summary.command, damaged=summary.damaged,
         )
 
-    def summary(self, run_id: str) -> RunSummary:
-        """The run's totals, messages and model calls, read once and then kept: a later call reads
-        only the events written since (a finished run costs nothing more; a running one, its news)."""
-        with self._lock:
-            summary = self._summaries.pop(run_id, None)
-            if summary is None:
-                summary = RunSummary(run_id)
-            self._summaries[run_id] = summary  # most recently used last
-            while len(self._summaries) > SUMMARIES_KEPT:
-                self._summaries.pop(next(iter(self._summaries)))
-        with summary.lock:
-            if self._db is None:
-                summary.add(self._news(run_id, summary.last_seq))
-                return summary
-            version = self._version()
-            if summary.version == version:
-                return summary  # nothing was written to the file since it was read
-            if summary.last_seq and self.last_seq(run_id) < summary.last_seq:  # deleted (and written anew?)
-                fresh = RunSummary(run_id)
-                fresh.lock = summary.lock
-                summary = fresh
-                with self._lock:
-                    self._summaries[run_id] = summary
-            summary.add(self._news(run_id, summary.last_seq))
-            summary.version = version
-        return summary
+    def summary(self, run_id: str, *, detail: bool = False, version: int | None = None,
+                events: int | None = None) -> RunSummary:
+        """The run's totals (``detail``: and its messages and model calls), read once and then kept
+        (:class:`~rolecast.studio.summary.Summaries`): a later call reads only the events written since
+        (a finished run costs nothing more; a running one, its news). ``version``: the store's
+        ``data_version`` when the caller has just read it (the runs list: one read for all runs); ``events``:
+        how many events a store object says the run has (a summary of that many is current: not read again)."""
+        summary = self._summaries.take(run_id, detail)
+        try:
+            with summary.lock:
+                if self._db is None:
+                    if not (events and summary.events == events):
+                        summary.add(self._news(run_id, summary.last_seq, summary.detail))
+                    return summary
+                version = self._version() if version is None else version
+                if summary.version == version:
+                    return summary  # nothing was written to the file since it was read
+                if summary.last_seq and self.last_seq(run_id) < summary.last_seq:  # deleted (and written anew?)
+                    summary = self._summaries.replace(summary)
+                summary.add(self._news(run_id, summary.last_seq, summary.detail))
+                summary.version = version
+            return summary
+        finally:
+            self._summaries.settle()
 
     def _version(self) -> int:
         """SQLite's ``data_version``: another connection's commit changes it (so a kept answer is current
         while it stays the same; one call, no read of the file)."""
         return int(self._sql("PRAGMA data_version")[0][0])
 
-    def _news(self, run_id: str, after: int) -> Iterator[tuple[int, float, str, int, str, Any, str | None]]:
+    def _news(self, run_id: str, after: int, detail: bool = True
+              ) -> Iterator[tuple[int, float, str, int, str, Any, str | None]]:
         """``(seq, ts, kind, round, role, facts, content)`` of the run's events after ``after``: for a model
         call its usage, cost, latency, error, action and fingerprint (a list); for a message its sender,
-        addressees and action (a list) and its text (cut at 2,000 characters); for a start, stop or failure
-        its payload (a dict); nothing for the others."""
+        addressees and action (a list) and, ``detail``, its text (cut at 2,000 characters); for a start,
+        stop or failure its payload (a dict); nothing for the others."""
         if self._db is not None:
             # SQLite picks the few fields out of each payload itself (one parse: json_extract of several
             # paths gives them as one JSON array): no prompt text crosses into Python
-            rows = self._sql(
-                """SELECT seq, ts, kind, round, role,
-                          CASE kind
-                            WHEN 'llm_call' THEN json_extract(data, '$.response.usage.prompt_tokens',
-                                 '$.response.usage.completion_tokens', '$.cost', '$.latency', '$.error', '$.action',
-                                 '$.fingerprint')
-                            WHEN 'message' THEN json_extract(data, '$.message.sent_from', '$.message.send_to',
-                                 '$.message.cause_by')
-                            WHEN 'run_started' THEN data WHEN 'run_stopped' THEN data WHEN 'turn_failed' THEN data
-                            WHEN 'lineage' THEN data WHEN 'approval_requested' THEN data
-                            WHEN 'approval_decided' THEN data
-                          END,
-                          CASE kind WHEN 'message' THEN substr(json_extract(data, '$.message.content'), 1, 2000) END
-                   FROM events WHERE run_id = ? AND seq > ? ORDER BY seq""", (run_id, after))
-            for seq, ts, kind, rnd, role, picked, content in rows:
-                yield seq, ts, kind, rnd, role, json.loads(picked) if picked is not None else None, content
-            return
+            while True:  # (a page at a time: a long run's rows are never all in memory at once)
+                rows = self._sql(
+                    """SELECT seq, ts, CASE WHEN NOT json_valid(data) THEN 'damaged'
+                                         WHEN json_type(data) != 'object' THEN 'damaged' ELSE kind END, round, role,
+                              CASE WHEN NOT json_valid(data) THEN NULL
+                                WHEN kind = 'llm_call' THEN json_extract(data, '$.response.usage.prompt_tokens',
+                                     '$.response.usage.completion_tokens', '$.cost', '$.latency', '$.error',
+                                     '$.action', '$.fingerprint')
+                                WHEN kind = 'message' THEN json_extract(data, '$.message.sent_from',
+                                     '$.message.send_to', '$.message.cause_by')
+                                WHEN kind IN ('run_started', 'run_stopped', 'turn_failed', 'lineage',
+                                              'approval_requested', 'approval_decided') THEN data
+                              END,
+                              CASE WHEN kind = 'message' AND ? AND json_valid(data)
+                                THEN substr(json_extract(data, '$.message.content'), 1, 2000) END
+                       FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?""",
+                    (int(detail), run_id, after, NEWS_PAGE))
+                for seq, ts, kind, rnd, role, picked, content in rows:
+                    yield seq, ts, kind, rnd, role, json.loads(picked) if picked is not None else None, content
+                if len(rows) < NEWS_PAGE:
+                    return
+                after = rows[-1][0]
         for e in self._all(run_id):
             if e.seq <= after:
                 continue
@@ -484,8 +367,7 @@ class RunSource:
         """One run's header; a :class:`~rolecast.errors.UsageError` naming recent runs when there is none."""
         summary = self.summary(run_id)
         if not summary.events:
-            with self._lock:
-                self._summaries.pop(run_id, None)  # (not kept for a run that is not there)
+            self._summaries.forget(run_id)  # (not kept for a run that is not there)
             recent = ", ".join(r.run_id for r in self.runs(limit=5)) or "none"
             raise UsageError(f"no run {run_id!r} in the store (recent runs: {recent})")
         return self._row(summary)
@@ -497,8 +379,10 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
-                   for seq, ts, kind, rnd, role, data in rows]
+            out = []
+            for seq, ts, kind, rnd, role, data in rows:
+                kind, decoded = _decoded(kind, data)
+                out.append(EventView(seq, ts, kind, rnd, role, decoded))
         else:
             out = []
             for e in self._all(run_id):
@@ -556,7 +440,7 @@ class RunSource:
 
     def messages(self, run_id: str) -> list[MessageView]:
         """Every message of the run (its text cut at 2,000 characters), for the graph and the comparison."""
-        return list(self.summary(run_id).messages)
+        return list(self.summary(run_id, detail=True).messages)
 
     def edges(self, messages: list[MessageView]) -> list[MessageEdge]:
         """The message graph: one edge per (round, sender, receiver), with the messages on it; a message
@@ -570,7 +454,7 @@ class RunSource:
 
     def call_keys(self, run_id: str) -> list[tuple[int, int, str, str, str]]:
         """Each model call as ``(seq, round, role, action, fingerprint)``: where two runs' calls part."""
-        return list(self.summary(run_id).calls)
+        return list(self.summary(run_id, detail=True).calls)
 
     # ----------------------------------------------------------------- steering
     def pending_approvals(self, run_id: str) -> list[PendingApproval]:
@@ -616,10 +500,48 @@ class RunSource:
 
     def continue_command(self, run: RunRow) -> str:
         """How a person continues ``run``: its script, run again under its id (the logged rounds, or a
-        fork's copied ones, are answered from the log; a decided approval goes on as decided)."""
+        fork's copied ones, are answered from the log; a decided approval goes on as decided) — the
+        command line the run recorded when it has one, in the folder it ran in."""
         store = shlex.quote(str(self.path) if self.path else self.where)
-        return (f"ROLECAST_STORE={store} python your_script.py   "
-                f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+        argv = [str(a) for a in run.command.get("argv", [])] if run.command else []
+        if not argv:
+            return (f"ROLECAST_STORE={store} python your_script.py   "
+                    f"# with Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+        cwd = run.command.get("cwd")
+        where = f"cd {shlex.quote(str(cwd))} && " if cwd else ""
+        return (f"{where}ROLECAST_STORE={store} {shlex.join(command_argv(cast(CommandData, run.command)))}   "
+                f"# with its Team(run_id={run.run_id!r}): the logged rounds replay, then the run goes on")
+
+
+def _decoded(kind: str, data: str) -> tuple[str, dict[str, Any]]:
+    """An event's kind and payload from its row; a payload that is not a JSON object is a
+    :data:`DAMAGED` event saying what was wrong, not an error that breaks the page."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return DAMAGED, {"kind": kind, "error": f"its payload is not JSON ({type(exc).__name__}: {str(exc)[:200]})"}
+    if not isinstance(value, dict):
+        return DAMAGED, {"kind": kind, "error": f"its payload is a JSON {type(value).__name__}, not an object"}
+    return kind, upgrade(kind, value)
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """The SQLite file opened read-only (a page view must never take the write lock from a running
+    team): ``mode=ro``, or where even that needs a write (a WAL file whose ``-shm`` cannot be made:
+    read-only media, a CD, a mount of someone else's store), ``immutable=1``, as ``rolecast runs`` does."""
+    uri = "file:" + quote(str(path.resolve()))
+    last: sqlite3.Error | None = None
+    for flags in ("mode=ro", "immutable=1"):
+        db = None
+        try:
+            db = sqlite3.connect(f"{uri}?{flags}", uri=True, check_same_thread=False)
+            db.execute("SELECT 1 FROM events LIMIT 1").fetchall()
+            return db
+        except sqlite3.Error as exc:
+            last = exc
+            if db is not None:
+                db.close()
+    raise ConfigError(f"cannot read the run store {path}: {last}") from last
 
 
 def redact(where: str) -> str:
