@@ -22,6 +22,7 @@ from rolecast.core.config import ProviderConfig
 from rolecast.testing import FunctionLLM
 
 EXAMPLES = Path(__file__).resolve().parent / "metagpt_examples"
+GUIDE = Path(__file__).resolve().parent / "metagpt_guide"
 
 CODE = "```python\ndef product(xs):\n    out = 1\n    for x in xs:\n        out *= x\n    return out\n\nprint(product([2, 3]))\n```"  # noqa: E501
 TESTS = "```python\ndef test_product():\n    assert product([2, 3]) == 6\n```"
@@ -59,7 +60,11 @@ def canned(model: str, messages: list[dict[str, Any]]) -> str:
     if "module directory titles" in prompt:
         section = prompt.split("is as follows:\n", 1)[1].split("\n", 1)[0]
         return f"## {section}\nSome detail."
-    if "Express your opinion" in text:
+    if "Vote for the candidate" in text:
+        return f"({model}) I vote for A."
+    if "Do these subtasks" in prompt or "Compile this work" in prompt or "Review this compilation" in prompt:
+        return f"({model}) done: {prompt.splitlines()[0]}"
+    if "Express your opinion" in text or "Say your opinion" in text:
         speaker = text.split("You are a ", 1)[1].split(",", 1)[0]
         return f"As the {speaker} ({model}): act on the climate now."
     for asked, answer in ANSWERS.items():
@@ -213,3 +218,43 @@ def test_debate_simple_names_the_environment_and_uses_each_actions_model(models:
     assert "You are in US election live broadcast with roles(Bob)." in alex[0].messages[0]["content"]
     assert "You are in US election live broadcast with roles(Alex)." in bob[0].messages[0]["content"]
     assert "Democratic candidate (gpt-4-turbo)" in bob[0].prompt  # Bob answered Alex
+
+
+# ------------------------------------------------------------- guide pages
+def test_guide_customize_llms_for_roles_or_actions(models: Models, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Action config > role config > global config, as the page's table says; the environment's
+    description in every role's prompt."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "gpt-4.yaml").write_text("llm:\n  api_type: openai\n  model: gpt-4o\n  api_key: sk-x\n")
+    (tmp_path / "config2.yaml").write_text("llm:\n  api_type: openai\n  model: gpt-4-turbo\n  api_key: sk-x\n")
+    monkeypatch.setattr("rolecast.core.config.CONFIG_HOME", tmp_path / "home")
+    monkeypatch.setenv("ROLECAST_CONFIG", str(tmp_path / "config2.yaml"))
+    runpy.run_path(str(GUIDE / "customize_llms_for_roles_or_actions.py"), run_name="__main__")
+    assert "gpt-4o" not in models.made or not models.made["gpt-4o"].calls  # A's own config loses to a1's
+    said = {c.messages[0]["content"].split(",")[0]: c for c in models.made["gpt-4-turbo"].calls}
+    assert set(said) == {"You are a Democratic candidate", "You are a Voter"}  # a1 (action config), a3 (global)
+    b_calls = models.made["gpt-3.5-turbo"].calls  # a2 follows B's config
+    assert b_calls and all("Republican candidate" in c.messages[0]["content"] for c in b_calls)
+    voter = said["You are a Voter"].messages[0]["content"]
+    assert "You are in US election live broadcast with roles(A, B)." in voter
+
+
+async def test_guide_agent_communication(models: Models, logs: list[str]) -> None:
+    """A splits the requirement and publishes the parts itself, its own reply going to no one; B, C
+    and D pass the work round until D approves (the page: 3-4 times)."""
+    logger.enable("environment")  # to see its warnings
+    try:
+        env = await runpy.run_path(str(GUIDE / "agent_communication.py"), run_name="guide")["main"]()
+    finally:
+        logger.disable("environment")
+    history = env.history.get()
+    subtasks = [m for m in history if m.content.startswith("New user requirements: subtask")]
+    assert len(subtasks) == 10 and all(m.cause_by.endswith("AgentAAction") for m in subtasks)
+    [dummy] = [m for m in history if m.content == "dummy message"]
+    assert dummy.send_to == {rolecast.const.MESSAGE_ROUTE_TO_NONE}
+    assert not any("no role has that name" in line for line in logs)  # sent to no one on purpose
+    assert [p.split(":")[0] for p in models.prompts()] == ["Do these subtasks", "Compile this work",
+                                                           "Review this compilation"] * 2 + [
+                                                           "Do these subtasks", "Compile this work"]
+    assert history[-1].content == "approved"
