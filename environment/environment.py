@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
+from rolecast.const import MESSAGE_ROUTE_TO_NONE
 from rolecast.context import Context
 from rolecast.core.models import Model
 from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, RolecastError, UsageError
@@ -247,6 +248,9 @@ class Environment(Model):
             if not isinstance(role, Role):
                 raise UsageError(f"only roles (Role instances) can be hired, not {type(role).__name__} {role!r:.80}")
             self.add_role(role)
+        if self.desc:  # each member's identity prompt names the environment and all the others
+            for member in self.roles.values():
+                member.set_env(self)
 
     def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
         """(Re)index the names a role answers to."""
@@ -316,7 +320,7 @@ class Environment(Model):
                 for role in self._by_address.get(address, ()):
                     found[id(role)] = role
             targets = found.values()
-            if not found:
+            if not found and send_to != {MESSAGE_ROUTE_TO_NONE}:
                 logger.warning("message {} is addressed to {} but no role has that name", message.id,
                                sorted(message.send_to))
         sender = message.sent_from

@@ -372,7 +372,7 @@ class Team(Model):
         self.env.publish_message(
             Message(
                 content=idea,
-                role="user",
+                role="Human",  # MetaGPT's; the sender stays "user" (see README: What differs)
                 cause_by=UserRequirement,
                 sent_from="user",
                 send_to=send_to or MESSAGE_ROUTE_TO_ALL,

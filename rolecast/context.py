@@ -21,7 +21,7 @@ from loguru import logger
 from .accounting.cost import CostManager
 from .accounting.metering import default_cost_manager, metered
 from .control.hooks import Hooks
-from .core.config import Config, ProviderConfig
+from .core.config import AutoConfig, Config, LocalConfig, OpenAIConfig, PluginConfig, ProviderConfig
 from .errors import UsageError
 from .llm import as_llm, create_llm
 from .llm.base import BaseLLM
@@ -216,4 +216,26 @@ def current_context() -> Context:
     return scope.context if scope is not None else default_context()
 
 
-__all__ = ["AttrDict", "Context", "Scope", "current_context", "current_scope", "default_context"]
+def LLM(llm_config: ProviderConfig | None = None, context: Context | None = None) -> BaseLLM:
+    """MetaGPT's ``LLM()``: the configured default model (of ``context``, else of the running team's
+    or the process's context), or a model made from ``llm_config``. It has MetaGPT's calls:
+    ``aask(msg, system_msgs=, stream=)``, ``aask_batch``, ``acompletion``, ``acompletion_text`` and
+    the synchronous ``completion``."""
+    if llm_config is not None and not isinstance(llm_config, (AutoConfig, LocalConfig, OpenAIConfig, PluginConfig)):
+        raise UsageError(f"LLM(llm_config=...) takes a model's configuration (LLMConfig(...) or "
+                         f"config.llm), not {type(llm_config).__name__}")
+    ctx = context if context is not None else current_context()
+    if llm_config is not None:
+        return ctx.llm_with_cost_manager_from_llm_config(llm_config)
+    return ctx.llm()
+
+
+def __getattr__(name: str) -> Config:
+    """``config``: the configuration of the process's default context, read on first use
+    (MetaGPT's global ``metagpt.config2.config``); ``config.workspace.path``, ``config.llm``."""
+    if name == "config":
+        return default_context().config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["LLM", "AttrDict", "Context", "Scope", "current_context", "current_scope", "default_context"]

@@ -130,6 +130,10 @@ class Role(MetaGPTSDK, Inbox, Model):
     _long_term_memory: LongTermMemory | None = PrivateAttr(default=None)
     _config: Config | None = PrivateAttr(default=None)
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
+    #: the identity prompts this role gave its actions (refreshed by set_env; others' are kept)
+    _given_prefixes: set[str] = PrivateAttr(default_factory=set)
+    #: reactions finished: a by_order turn whose _act ran one of its own ends there
+    _reactions: int = PrivateAttr(default=0)
 
     # a role is an entity: hashable by identity (SubscriptionRunner and member_addrs key by role)
     __hash__ = object.__hash__
@@ -229,11 +233,16 @@ class Role(MetaGPTSDK, Inbox, Model):
             action.set_context(context)
 
     def set_env(self, env: Any) -> None:
-        """Called by the environment when the role joins it."""
+        """Called by the environment when the role joins it: as in MetaGPT, the actions are prepared
+        again, so their identity prompt names the environment (``Environment(desc=...)``) and the
+        other roles, and they take the environment's context and models."""
         self.rc.env = env
         context = getattr(env, "context", None)
         if context is not None:
             self.set_context(context)
+        if env is not None:
+            for action in self.actions:
+                self.prepare_action(action)
 
     @property
     def env(self) -> Any:
@@ -290,14 +299,20 @@ class Role(MetaGPTSDK, Inbox, Model):
             return self.rc.history
         return await long_term.context(self.rc.memory, self.rc.news)
 
-    def _get_prefix(self) -> str:
-        """The identity prompt: ``desc`` if given, else profile, name, goal and constraints."""
-        if self.desc:
-            return self.desc
+    def _identity_prefix(self) -> str:
+        """Profile, name, goal and constraints: the start of the identity prompt."""
         template = PREFIX_TEMPLATE if self.goal.strip() else PREFIX_TEMPLATE_NO_GOAL
         prefix = template.format(profile=self.profile, name=self.name, goal=self.goal.strip())
         if self.constraints:
             prefix += CONSTRAINT_TEMPLATE.format(constraints=self.constraints)
+        return prefix
+
+    def _get_prefix(self) -> str:
+        """The identity prompt: ``desc`` if given, else profile, name, goal and constraints, and the
+        environment's description with the other roles' names."""
+        if self.desc:
+            return self.desc
+        prefix = self._identity_prefix()
         env = self.rc.env
         if env is not None and env.desc:
             others = ", ".join(n for n in env.role_names() if n != self.name)
@@ -309,8 +324,13 @@ class Role(MetaGPTSDK, Inbox, Model):
         action.set_context(self._context)
         action.set_role_llm(self._llm, override=self.is_human)
         action.set_owner(self)
-        if not action.prefix:
-            action.set_prefix(self._get_prefix())
+        # the identity prompt is this role's: set, or refreshed when this role wrote the old one (a
+        # prompt given to the action by other code is kept)
+        old = action.prefix
+        if not old or old in self._given_prefixes or (not self.desc and old.startswith(self._identity_prefix())):
+            prefix = self._get_prefix()
+            self._given_prefixes.add(prefix)
+            action.set_prefix(prefix)
 
     # MetaGPT's spelling
     _init_action = prepare_action
@@ -422,6 +442,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         """Think then act, up to ``max_react_loop`` times; the last result is returned."""
         taken = 0
         rsp: Message | None = None
+        by_order = self.rc.react_mode == RoleReactMode.BY_ORDER
+        reactions = self._reactions
         while taken < self.rc.max_react_loop:
             if not await self._think():
                 break
@@ -430,6 +452,11 @@ class Role(MetaGPTSDK, Inbox, Model):
             # the default _act runs the action through perform itself; an override is wrapped in it
             rsp = await (perform(self, todo, invoke=self._act) if self._overrides_act() else self._act())
             taken += 1
+            if by_order and self._reactions != reactions:
+                # _act ran a reaction of its own (MetaGPT 0.8's TutorialAssistant: set_actions, then
+                # `await super().react()`): that ran the actions it set, so this turn is done, as in
+                # MetaGPT, whose by_order turn runs the actions it had when it began
+                break
         return rsp
 
     # ------------------------------------------------------ plan_and_act owner
@@ -475,6 +502,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
         self._set_state(-1)
+        self._reactions += 1
         return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:

@@ -33,6 +33,7 @@ from actions.tools import FunctionRegistry, arguments_from_text, json_arguments,
 from memory import InstructContent, Memory, Message, allow_instruct_modules, register_instruct_model
 from rolecast.context import Context
 from rolecast.core.jsonutil import MAX_JSON_DEPTH, extract_json, loads_lenient
+from rolecast.core.output_parser import OutputParser
 from rolecast.errors import (
     DataError,
     InvalidChoice,
@@ -301,6 +302,27 @@ def test_a_cyclic_plan_that_skipped_validation_orders_into_a_plan_error() -> Non
         _plan(("1", ["2"], "Step"), ("2", ["1"], "Step")).ordered()
 
 
+@pytest.mark.parametrize("text", [
+    "```" * 100_000,  # MetaGPT's parse_code regex retried at every fence
+    "```python" + " x" * 100_000,  # and its parse_python_code regex backtracked over each space
+    "[" * 100_000 + "]" * 100_000,  # too deep for ast.literal_eval's recursion
+    "x = [" + "1, " * 20_000 + "]",
+    "## a\n" * 50_000,
+], ids=["fences", "python-fence", "deep", "long-list", "blocks"])  # fmt: skip
+def test_output_parser_is_linear_and_bounded(text: str) -> None:
+    for parse in (OutputParser.parse_code, OutputParser.parse_python_code, OutputParser.parse_data,
+                  lambda t: OutputParser.extract_struct(t, list), OutputParser.parse_file_list):
+        with within():
+            _never_untyped(lambda p=parse: p(text), OutputParseError)  # type: ignore[misc]
+
+
+def test_output_parser_never_evaluates_the_answer() -> None:
+    with pytest.raises(OutputParseError):
+        OutputParser.extract_struct("{'a': __import__('os').system('echo pwned')}", dict)
+    with pytest.raises(OutputParseError):
+        OutputParser.parse_file_list("files = [open('/etc/passwd').read()]")
+
+
 # ------------------------------------------------------------ hypothesis
 FRAGMENTS = [
     "{", "}", "[", "]", '"', "'", "\\", ":", ",", " ", "\n", "1", "-1", "0x1F", ".5", "true", "null", "NaN",
@@ -377,6 +399,17 @@ def _message(class_path: str, value: Any, extra: Any) -> None:
         assert Message.from_json(message.to_json()).instruct_content == message.instruct_content
 
 
+def _output_parser(text: str) -> None:
+    """MetaGPT's OutputParser: every method on any text, an answer or an OutputParseError."""
+    for parse in (
+        OutputParser.parse_blocks, OutputParser.parse_code, OutputParser.parse_str, OutputParser.parse_file_list,
+        OutputParser.parse_python_code, OutputParser.parse_data, OutputParser.extract_content,
+        lambda t: OutputParser.parse_data_with_mapping(t, {"a": list[str]}),
+        lambda t: OutputParser.extract_struct(t, list), lambda t: OutputParser.extract_struct(t, dict),
+    ):
+        _never_untyped(lambda p=parse: p(text), OutputParseError)  # type: ignore[misc]
+
+
 def _plan_json(text: str, tmp: Path) -> None:
     tmp.write_text(text, encoding="utf-8")
     plan = _never_untyped(lambda: Plan.load(tmp), DataError)
@@ -415,6 +448,7 @@ def test_every_parser_fails_only_with_typed_errors(budget: settings, tmp_path: P
         budget(given(hostile_text)(_sequential)),
         budget(given(class_paths, json_values, json_values)(_message)),
         budget(given(plan_texts)(lambda text: _plan_json(text, plan_file))),
+        budget(given(hostile_text)(_output_parser)),
     ]
     for check in checks:
         check()

@@ -305,13 +305,36 @@ def LLMConfig(**fields: Any) -> OpenAIConfig | LocalConfig | AutoConfig | Hosted
     return config
 
 
+def project_root() -> Path:
+    """The project root (MetaGPT's ``METAGPT_ROOT``, by its rule): ``$ROLECAST_PROJECT_ROOT`` when set,
+    else the source checkout rolecast runs from (``pyproject.toml`` beside the package), else the
+    current directory."""
+    given = os.environ.get("ROLECAST_PROJECT_ROOT")
+    if given:
+        return Path(given).expanduser()
+    source = Path(__file__).resolve().parents[2]
+    if (source / "pyproject.toml").is_file() and (source / "rolecast").is_dir():
+        return source
+    return Path.cwd()
+
+
+class WorkspaceConfig(BaseModel):
+    """Where scripts write their work (MetaGPT's ``config.workspace``): ``path``, by default the
+    project root's ``workspace`` folder."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    path: Path = Field(default_factory=lambda: project_root() / "workspace")
+
+
 class Config(BaseModel):
-    """The default model plus optional named services."""
+    """The default model plus optional named services (and the workspace folder)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     llm: ProviderConfig = Field(default_factory=AutoConfig)
     services: dict[str, ProviderConfig] = Field(default_factory=dict)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -473,5 +496,7 @@ __all__ = [
     "OpenAIConfig",
     "PluginConfig",
     "ProviderConfig",
+    "WorkspaceConfig",
     "infer_provider",
+    "project_root",
 ]

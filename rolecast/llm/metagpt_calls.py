@@ -1,5 +1,5 @@
-"""MetaGPT's names for model calls — ``aask``, ``aask_batch``, ``acompletion``, ``acompletion_text`` —
-on rolecast's seam, so that custom ``_think``/``_act`` code ports unchanged.
+"""MetaGPT's names for model calls — ``aask``, ``aask_batch``, ``acompletion``, ``acompletion_text``
+and the synchronous ``completion`` — on rolecast's seam, so that custom ``_think``/``_act`` code ports unchanged.
 
 They are thin spellings of :meth:`~rolecast.llm.base.BaseLLM.ask`, ``stream`` and
 ``complete``: every call goes through the same metered path (budget, usage, run log).
@@ -7,7 +7,10 @@ They are thin spellings of :meth:`~rolecast.llm.base.BaseLLM.ask`, ``stream`` an
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
@@ -81,6 +84,23 @@ class MetaGPTCalls:
             chunks: AsyncIterator[str] = _seam(self).stream(list(messages), settings=_settings(timeout))
             return "".join([chunk async for chunk in chunks])
         return (await _seam(self).complete(list(messages), settings=_settings(timeout))).text
+
+    def completion(self, messages: Messages, timeout: float | None = None) -> Completion:
+        """MetaGPT's synchronous ``completion`` (its providers that had one): one call on chat
+        messages, the full :class:`Completion` back. Called inside a running event loop (an async
+        script), it blocks that loop for the call, which runs on a worker thread in its own loop;
+        either way it is charged where the caller's calls are."""
+        call = contextvars.copy_context().run  # the worker runs in the caller's scope (budget, role)
+
+        def run() -> Completion:
+            return asyncio.run(self.acompletion(messages, timeout=timeout))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return call(run)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rolecast-completion") as pool:
+            return pool.submit(call, run).result()
 
 
 __all__ = ["MetaGPTCalls"]
