@@ -36,8 +36,10 @@ YAML shape::
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
+import uuid
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
@@ -325,6 +327,15 @@ class WorkspaceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: Path = Field(default_factory=lambda: project_root() / "workspace")
+    #: MetaGPT's: with ``use_uid`` the work goes to ``path / uid`` (a fresh uid when none is given)
+    use_uid: bool = False
+    uid: str = ""
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.use_uid:
+            if not self.uid:
+                self.uid = f"{datetime.datetime.now():%Y%m%d%H%M%S}-{uuid.uuid4().hex[-8:]}"
+            self.path = self.path / self.uid
 
 
 class Config(BaseModel):
@@ -408,9 +419,10 @@ class Config(BaseModel):
 
 
 #: the other sections of MetaGPT's config2.yaml: accepted so that its file reads unchanged, unused here
+#: (``workspace`` is used: Config.workspace)
 _METAGPT_SECTIONS = frozenset({
     "embedding", "omniparse", "search", "enable_search", "browser", "mermaid", "s3", "redis", "repair_llm_output",
-    "prompt_schema", "workspace", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
+    "prompt_schema", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
     "exp_pool", "role_zero", "roles", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
     "iflytek_app_id", "iflytek_api_secret", "iflytek_api_key", "azure_tts_subscription_key", "azure_tts_region",
     "agentops_api_key", "mmdc", "puppeteer_config", "pyppeteer_executable_path", "mermaid_engine",

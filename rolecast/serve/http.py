@@ -29,7 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import RolecastError, UsageError
-from ..studio.app import TOKEN_COOKIE, ASGIApp, Receive, Scope, Send, Studio, _bearer, _cookie, _hostname, _same
+from ..studio.app import Studio
+from ..studio.guard import TOKEN_COOKIE, ASGIApp, Receive, Scope, Send, _bearer, _cookie, _hostname, _same
 from ..studio.source import PAGE_SIZE
 from .runner import SETTLED, TeamRunner
 
