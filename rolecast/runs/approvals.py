@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ApprovalAnswered, UsageError
 from .base import RunStore
 from .events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RunEvent
 
@@ -54,6 +54,9 @@ def decide(
 ) -> dict[str, Any]:
     """Answer approval ``approval_id`` of run ``run_id`` (None: its only pending one); the decision.
 
+    An approval is answered once: a second answer — even one racing the first from another process —
+    is :class:`~rolecast.errors.ApprovalAnswered`, naming the first (the check and the write are one
+    transaction: :meth:`RunStore.append_checked <rolecast.runs.base.RunStore.append_checked>`).
     ``verdict`` is ``approve``, ``reject`` (with a ``reason``) or ``edit`` (with ``arguments``, checked
     against the tool's schema). A :class:`~rolecast.errors.UsageError` says what is wrong: no such
     run or approval, one answered already, an edit the schema refuses."""
@@ -73,8 +76,7 @@ def decide(
         ids = ", ".join(a["id"] for a in waiting) or "none"
         raise UsageError(f"run {run_id!r} asked no approval {approval_id!r} (pending: {ids})")
     if found["decision"] is not None:
-        raise UsageError(f"approval {approval_id!r} of run {run_id!r} was answered already "
-                         f"({found['decision']['verdict']})")
+        raise ApprovalAnswered(run_id, approval_id, found["decision"])
     decision: dict[str, Any] = {"id": approval_id, "verdict": verdict, "by": by, "at": time.time()}
     if verdict == "edit":
         if not isinstance(arguments, dict):
@@ -87,8 +89,18 @@ def decide(
         raise UsageError(f"{verdict} takes no arguments (edit does)")
     if verdict == "reject":
         decision["reason"] = reason
-    store.append(RunEvent(run_id, APPROVAL_DECIDED, decision, found.get("round", 0), found.get("role", "")))
+    answer = RunEvent(run_id, APPROVAL_DECIDED, decision, found.get("round", 0), found.get("role", ""))
+    store.append_checked(answer, [APPROVAL_DECIDED], lambda decided: _unanswered(run_id, approval_id, decided))
     return decision
+
+
+def _unanswered(run_id: str, approval_id: str, decided: list[RunEvent]) -> None:
+    """Raise :class:`ApprovalAnswered` when ``decided`` (the run's decisions, read in the transaction that
+    writes the new one) answers ``approval_id`` already: between the first read and the write, another
+    process may have answered it."""
+    for event in decided:
+        if event.data.get("id") == approval_id:
+            raise ApprovalAnswered(run_id, approval_id, event.data)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

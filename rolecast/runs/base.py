@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,16 @@ class RunStore(ABC):
         caller must still make). True when done; False (the default) when this store cannot: the
         caller then ``extend``s them and waits. The SQLite store does it with its journal."""
         return False
+
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        """Append ``event`` if ``check`` accepts its run's events of ``kinds`` (it raises to refuse), with
+        no other write to the run between the read and the append: two processes answering one approval
+        cannot both pass. The SQLite, PostgreSQL and memory stores do it in one transaction (or under one
+        lock); this default reads, then appends, and is atomic only for a store one thread writes."""
+        check(list(self.events(event.run_id, kinds)))
+        return self.append(event)
 
     def flush(self) -> None:
         """Make every write visible to other readers now (the default: they are already)."""

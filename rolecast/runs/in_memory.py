@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..errors import RunInUse, UsageError
@@ -27,13 +27,25 @@ class MemoryRunStore(RunStore):
 
     def extend(self, events: Sequence[RunEvent]) -> None:
         with self._lock:
-            for event in events:
-                event.seq = self._counts.get(event.run_id, 0) + 1
-                self._counts[event.run_id] = event.seq
-                self._events.append(event)
-                if event.texts:
-                    for key, text in event.texts.items():
-                        self._texts.setdefault(key, text)
+            self._add(events)
+
+    def _add(self, events: Sequence[RunEvent]) -> None:
+        for event in events:
+            event.seq = self._counts.get(event.run_id, 0) + 1
+            self._counts[event.run_id] = event.seq
+            self._events.append(event)
+            if event.texts:
+                for key, text in event.texts.items():
+                    self._texts.setdefault(key, text)
+
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        wanted = set(kinds)
+        with self._lock:  # (the check and the append: one writer at a time)
+            check([e for e in self._events if e.run_id == event.run_id and e.kind in wanted])
+            self._add((event,))
+        return event
 
     def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
         wanted = set(kinds) if kinds is not None else None

@@ -14,7 +14,7 @@ runtime can ship it to its workers, which reconnect.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigError, RunInUse, StoreError
@@ -173,6 +173,29 @@ class PostgresRunStore(RunStore):
         for event, row in zip(events, seqs, strict=True):
             assert row is not None
             event.seq = int(row[0])
+
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        """The read, the check and the append in one transaction holding the run's advisory lock (the
+        one every append takes): no other writer of the run comes in between."""
+        self._refuse_if_read_only()
+        params = {"run_id": event.run_id, "ts": event.ts, "kind": event.kind, "round": event.round,
+                  "role": event.role, "data": event.text}
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (event.run_id,))
+                    rows = self._db.execute(
+                        "SELECT run_id, seq, ts, kind, round, role, data FROM rolecast_events "
+                        "WHERE run_id = %s AND kind = ANY(%s) ORDER BY seq", (event.run_id, list(kinds))).fetchall()
+                    check([RunEvent(r, k, data, rnd, role, seq, ts) for r, seq, ts, k, rnd, role, data in rows])
+                    row = self._db.execute(_APPEND, params).fetchone()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
+        assert row is not None
+        event.seq = int(row[0])
+        return event
 
     # ------------------------------------------------------------------ leases
     def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:

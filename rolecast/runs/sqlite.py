@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -228,6 +228,38 @@ class SQLiteRunStore(RunStore):
                 raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
             if self._journal is not None:
                 self._journal_committed(events, folded)
+
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        """The read, the check and the append in one ``BEGIN IMMEDIATE`` transaction: SQLite's write
+        lock is held from the read on, so no other process (or connection) writes in between."""
+        if self.read_only:
+            raise StoreError(f"the run store {self.path} was opened read-only: nothing can be written to it")
+        wanted = list(kinds)
+        with self._lock:
+            try:
+                self._db.commit()
+                self._db.execute("BEGIN IMMEDIATE")
+                rows = self._db.execute(
+                    "SELECT run_id, seq, ts, kind, round, role, data FROM events WHERE run_id = ? "
+                    f"AND kind IN ({', '.join('?' * len(wanted))}) ORDER BY seq", [event.run_id, *wanted]).fetchall()
+                try:
+                    check([RunEvent(r, k, None, rnd, role, seq, ts, text=data)
+                           for r, seq, ts, k, rnd, role, data in rows])
+                except BaseException:
+                    self._db.rollback()
+                    raise
+                self._next.pop(event.run_id, None)  # (another process may have appended since)
+                folded = self._insert((event,), [event.text])
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self._db.rollback()
+                self._next.pop(event.run_id, None)
+                raise StoreError(f"could not write to the run store {self.path}: {exc}") from exc
+            if self._journal is not None:
+                self._journal_committed((event,), folded)
+        return event
 
     def _insert(self, events: Sequence[RunEvent], payloads: list[str]) -> int:
         """Insert the rows (in the open transaction) and, when ``events`` include staged ones, record
