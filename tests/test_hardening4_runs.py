@@ -13,8 +13,8 @@ import rolecast.runs.approvals as approvals_module
 from rolecast.errors import ApprovalAnswered
 from rolecast.runs import RunEvent, RunLog, open_store
 from rolecast.runs.approvals import approvals, decide
-from rolecast.runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RUN_STARTED
 from rolecast.runs.base import RunStore
+from rolecast.runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RUN_STARTED
 
 
 def asked(store: RunStore, run_id: str = "ask") -> None:
