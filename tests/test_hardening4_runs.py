@@ -3,6 +3,10 @@ hostile input a probe used, and failed on the code before the fix."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -10,11 +14,14 @@ from typing import Any
 import pytest
 
 import rolecast.runs.approvals as approvals_module
-from rolecast.errors import ApprovalAnswered
+from rolecast.errors import ApprovalAnswered, UnsafeCommand, UsageError
 from rolecast.runs import RunEvent, RunLog, open_store
 from rolecast.runs.approvals import approvals, decide
 from rolecast.runs.base import RunStore
 from rolecast.runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RUN_STARTED
+from rolecast.runs.rerun import check_recorded, rerun
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def asked(store: RunStore, run_id: str = "ask") -> None:
@@ -100,3 +107,71 @@ def test_a_store_holding_two_answers_is_read_as_its_first_by_every_reader():
     assert log.decision("Alice-1")["verdict"] == "reject"
     with pytest.raises(ApprovalAnswered, match="reject"):
         decide(store, "ask", "Alice-1", "approve")
+
+
+# ------------------------------------------------------------------ 2. a rerun runs what the store holds
+def planted(tmp_path: Path, command: dict[str, Any]) -> Path:
+    """A store whose run 'p' recorded ``command`` (as anyone who may write to the store can plant)."""
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    store.append(RunEvent("p", RUN_STARTED, {"team": "Team", "command": command}))
+    store.close()
+    return db
+
+
+def rerun_cli(db: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rolecast.cli", "runs", "rerun", "p", "--store", str(db), *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("command", [
+    {"argv": ["/bin/sh", "-c", "touch {pwned}"]},
+    {"argv": ["-cimport pathlib; pathlib.Path('{pwned}').touch()  # .py"]},
+    {"argv": ["{script}"], "module": "this"},
+    {"argv": ["{script}"], "module": "os.path"},
+    {"argv": ["{script}", "--x"], "module": "elsewhere.team"},
+    {"argv": ["{script}"], "cwd": "relative/dir"},
+], ids=["bin-sh", "python-dash-c", "module-this", "stdlib-module", "module-not-the-script", "relative-cwd"])
+def test_a_planted_command_in_run_started_is_refused_even_with_yes(tmp_path, command):
+    pwned = tmp_path / "pwned"
+    script = tmp_path / "team.py"
+    script.write_text(f"import pathlib; pathlib.Path({str(pwned)!r}).touch()\n")
+    command = {key: [a.format(pwned=pwned, script=script) for a in v] if isinstance(v, list) else v
+               for key, v in command.items()}
+    command.setdefault("cwd", str(tmp_path))
+    db = planted(tmp_path, command)
+    done = rerun_cli(db, "--yes", cwd=tmp_path)
+    assert done.returncode == 2 and "UnsafeCommand" in done.stderr, done.stderr
+    assert not pwned.exists()
+    with pytest.raises(UnsafeCommand):
+        check_recorded(command)
+
+
+def test_a_recorded_script_is_shown_and_not_run_without_confirmation(tmp_path):
+    ran = tmp_path / "ran"
+    script = tmp_path / "team.py"
+    script.write_text(f"import pathlib; pathlib.Path({str(ran)!r}).touch()\n")
+    db = planted(tmp_path, {"argv": ["team.py", "--fast"], "cwd": str(tmp_path)})
+    done = rerun_cli(db, cwd=ROOT)  # no terminal, no --yes: shown, refused
+    assert done.returncode == 2 and not ran.exists()
+    assert shlex.join([sys.executable, "team.py", "--fast"]) in done.stderr and "--yes" in done.stderr
+    done = rerun_cli(db, "--yes", cwd=ROOT)
+    assert ran.exists()  # confirmed: it ran (and made no run: the command's status, a line saying so)
+    assert "made no run" in done.stderr
+
+    store = open_store(db)
+    asked_for: list[str] = []
+    with pytest.raises(UsageError, match="runs only when confirmed"):
+        rerun(store, str(db), "p", confirm=lambda text: asked_for.append(text) or False)
+    assert asked_for == [f"{shlex.join([sys.executable, 'team.py', '--fast'])}  (in {tmp_path})"]
+    store.close()
+
+
+def test_a_module_run_of_the_recorded_directory_is_accepted(tmp_path):
+    package = tmp_path / "tools" / "team"
+    package.mkdir(parents=True)
+    (package / "__main__.py").write_text("")
+    argv, cwd = check_recorded({"argv": [str(package / "__main__.py"), "x"], "cwd": str(tmp_path),
+                                "module": "tools.team"})
+    assert (argv, cwd) == ([sys.executable, "-m", "tools.team", "x"], str(tmp_path))

@@ -7,9 +7,10 @@
     rolecast runs export RUN                  the run's events as JSON lines
     rolecast runs fork RUN --at ROUND [--run-id NEW]
                                               a new run whose rounds 1 … ROUND are RUN's
-    rolecast runs rerun RUN [--run-id NEW] [-- CMD ARGS…]
+    rolecast runs rerun RUN [--run-id NEW] [--yes] [-- CMD ARGS…]
                                               run RUN's script again (or CMD), reusing RUN's answers
-                                              to the calls that did not change (rolecast.runs.rerun)
+                                              to the calls that did not change (rolecast.runs.rerun);
+                                              the recorded command is shown and runs once confirmed
     rolecast runs approvals RUN               the run's deferred approvals, answered or pending
     rolecast runs approve RUN [ID]            answer a deferred approval: run the call as asked
     rolecast runs reject RUN ID --why TEXT    … do not run it (the agent is told why)
@@ -93,6 +94,8 @@ def add_parser(sub: Any) -> None:
             cmd.add_argument("--run-id", dest="new_run_id", help="the fork's run id (default: a fresh one)")
         elif name == "rerun":
             cmd.add_argument("--run-id", dest="new_run_id", help="the rerun's run id (default: a fresh one)")
+            cmd.add_argument("--yes", "-y", action="store_true",
+                             help="run the recorded command without asking (it is shown first; read it)")
             # (what follows `--` on the command line: split off by split_command, argparse never sees it)
             cmd.set_defaults(command_line=[])
             cmd.epilog = ("-- CMD ARGS...: the command to run instead of the one RUN recorded (a run started "
@@ -138,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"run {new} is a fork of {args.run_id} at round {args.at}: run your script with "
                   f"Team(run_id={new!r}) to go on from there", file=sys.stderr)
         elif command == "rerun":
-            done = rerun(store, where, args.run_id, args.new_run_id, args.command_line)
+            done = rerun(store, where, args.run_id, args.new_run_id, args.command_line,
+                         confirm=confirmation(args.yes))
             if done.stopped is None:
                 print(f"rolecast: the command made no run {done.run_id}: no team in it took the rerun of "
                       f"{args.run_id} (the first Team of the parent's class, built with no run_id, reuse or fork "
@@ -172,6 +176,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def confirmation(yes: bool) -> Any:
+    """What confirms a recorded command: ``--yes``; else the person at the terminal, asked (no terminal:
+    nobody, and the command is refused with a message that shows it)."""
+    if yes:
+        return True
+
+    def ask(shown: str) -> bool:
+        if not sys.stdin.isatty():
+            return False
+        print(f"the run recorded this command: {shown}", file=sys.stderr)
+        try:
+            answer = input("run it? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def _mib(size: int | None) -> str:
     return "?" if size is None else f"{size / 2**20:.2f} MiB"
 
@@ -199,4 +222,4 @@ def _approvals_text(store: Any, run_id: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["add_parser", "duration", "run", "split_command"]
+__all__ = ["add_parser", "confirmation", "duration", "run", "split_command"]
