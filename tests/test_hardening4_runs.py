@@ -4,7 +4,9 @@ hostile input a probe used, and failed on the code before the fix."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -14,11 +16,18 @@ from typing import Any
 import pytest
 
 import rolecast.runs.approvals as approvals_module
-from rolecast.errors import ApprovalAnswered, UnsafeCommand, UsageError
+from rolecast.errors import ApprovalAnswered, DamagedRun, UnsafeCommand, UsageError
 from rolecast.runs import RunEvent, RunLog, open_store
 from rolecast.runs.approvals import approvals, decide
 from rolecast.runs.base import RunStore
-from rolecast.runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RUN_STARTED
+from rolecast.runs.events import (
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    LLM_CALL,
+    MESSAGE,
+    RUN_STARTED,
+    RUN_STOPPED,
+)
 from rolecast.runs.rerun import check_recorded, rerun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,3 +184,81 @@ def test_a_module_run_of_the_recorded_directory_is_accepted(tmp_path):
     argv, cwd = check_recorded({"argv": [str(package / "__main__.py"), "x"], "cwd": str(tmp_path),
                                 "module": "tools.team"})
     assert (argv, cwd) == ([sys.executable, "-m", "tools.team", "x"], str(tmp_path))
+
+
+# ------------------------------------------------------------------ 9. one malformed row
+def two_runs(db: Path) -> None:
+    store = open_store(db)
+    for run_id in ("good", "bad"):
+        store.append(RunEvent(run_id, RUN_STARTED, {"team": "T", "idea": f"{run_id} idea"}))
+        store.append(RunEvent(run_id, MESSAGE, {"message": {"content": "hi", "sent_from": "A"}}, 1, "A"))
+        store.append(RunEvent(run_id, RUN_STOPPED, {"reason": "n_round"}))
+    store.close()
+
+
+def runs_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rolecast.cli", "runs", *args, "--store", str(db)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    ("this is text, not JSON {", "is not JSON"),
+    ("[1, 2, 3]", "not an object"),
+    ('{"message": "a string where an object goes"}', "has a str as 'message'"),
+    ('{"content": "no message field"}', "has no 'message'"),
+    ("[" * 30_000 + "]" * 30_000, "nests too deep"),
+], ids=["not-json", "json-array", "message-a-string", "message-missing", "30000-levels"])
+def test_a_malformed_payload_row_is_a_damaged_run_and_the_others_still_read(tmp_path, row, problem):
+    db = tmp_path / "runs.db"
+    two_runs(db)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE events SET data = ? WHERE run_id = 'bad' AND kind = 'message'", (row,))
+    listed = runs_cli(db, "list")
+    assert listed.returncode == 0, listed.stderr
+    good, bad = (next(line for line in listed.stdout.splitlines() if line.startswith(r)) for r in ("good", "bad"))
+    assert "n_round" in good and "good idea" in good
+    assert "bad idea" in bad  # (the list reads each run's start and stop only: this one reads)
+    shown = runs_cli(db, "show", "bad")
+    assert shown.returncode == 2 and "DamagedRun" in shown.stderr and problem in shown.stderr
+    assert "Traceback" not in shown.stderr
+    assert runs_cli(db, "show", "good").returncode == 0
+
+    store = open_store(db, read_only=True)
+    with pytest.raises(DamagedRun, match=f"run 'bad' is damaged: its event 2 \\(message\\) .*{re.escape(problem)}"):
+        RunLog(store, "bad")
+    assert RunLog(store, "good").recorded_events == 3
+    store.close()
+
+
+def test_a_run_started_row_that_is_not_json_lists_the_run_as_damaged(tmp_path):
+    db = tmp_path / "runs.db"
+    two_runs(db)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE events SET data = 'not json' WHERE run_id = 'bad' AND kind = 'run_started'")
+    listed = runs_cli(db, "list")
+    assert listed.returncode == 0, listed.stderr
+    bad = next(line for line in listed.stdout.splitlines() if line.startswith("bad"))
+    assert "damaged" in bad and "its event 1 (run_started) is not JSON" in bad
+    assert "good idea" in listed.stdout
+
+
+def test_a_journal_line_whose_payload_is_not_json_is_left_out_of_recovery(tmp_path):
+    from rolecast.runs.sqlite import SQLiteRunStore
+
+    db = tmp_path / "runs.db"
+    store = SQLiteRunStore(db)
+    store.stage([RunEvent("j", MESSAGE, {"message": {"content": "kept 1"}}, 1, "A"),
+                 RunEvent("j", MESSAGE, None, 1, "A", text="{not json"),
+                 RunEvent("j", LLM_CALL, None, 1, "A", text='{"cost": "free"}'),
+                 RunEvent("j", MESSAGE, {"message": {"content": "kept 2"}}, 1, "A")])
+    assert store._journal is not None
+    store._journal.close(remove=False)  # the process dies: its journal stays, unlocked
+    store._journal = None
+    store._db.close()
+    again = SQLiteRunStore(db)
+    try:
+        events = list(again.events("j"))
+        assert [e.data["message"]["content"] for e in events] == ["kept 1", "kept 2"]
+    finally:
+        again.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunInUse, UsageError
+from ..errors import DamagedRun, RunInUse, UsageError
 from .events import FORMAT_VERSION, LINEAGE, RUN_STARTED, RUN_STOPPED, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 
@@ -39,6 +39,9 @@ class RunInfo:
     relation: str = ""
     parent: str = ""
     at: int | None = None
+    #: what is wrong with the run's log, when an event of it cannot be read (:class:`DamagedRun`); the
+    #: counts above are the store's, the rest of the fields empty
+    damaged: str = ""
 
     @property
     def origin(self) -> str:
@@ -216,17 +219,21 @@ def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]
     (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
     infos = []
     for run_id, started, count, messages, calls, last_round in rows:
-        first = next(store.events(run_id, [RUN_STARTED]), None)
-        stops = list(store.events(run_id, [RUN_STOPPED]))
-        lineage = next(store.events(run_id, [LINEAGE]), None)
-        origin = lineage.data if lineage is not None else {}
-        infos.append(RunInfo(
-            run_id, started, count, messages or 0, calls or 0, last_round or 0,
-            stops[-1].data.get("reason") if stops else None,
-            team=first.data.get("team", "") if first else "",
-            idea=first.data.get("idea", "") if first else "",
-            relation=origin.get("relation", ""), parent=origin.get("parent", ""), at=origin.get("at"),
-        ))
+        try:
+            first = next(store.events(run_id, [RUN_STARTED]), None)
+            stops = list(store.events(run_id, [RUN_STOPPED]))
+            lineage = next(store.events(run_id, [LINEAGE]), None)
+            origin = lineage.data if lineage is not None else {}
+            infos.append(RunInfo(
+                run_id, started, count, messages or 0, calls or 0, last_round or 0,
+                stops[-1].data.get("reason") if stops else None,
+                team=first.data.get("team", "") if first else "",
+                idea=first.data.get("idea", "") if first else "",
+                relation=origin.get("relation", ""), parent=origin.get("parent", ""), at=origin.get("at"),
+            ))
+        except DamagedRun as exc:  # (one damaged run is listed as such; the others read)
+            infos.append(RunInfo(run_id, started, count, messages or 0, calls or 0, last_round or 0, None,
+                                 damaged=str(exc)))
     return infos
 
 

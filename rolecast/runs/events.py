@@ -46,9 +46,13 @@ from __future__ import annotations
 
 import json
 import time
+import types
+import typing
 from typing import Any, TypedDict, cast
 
 from pydantic_core import PydanticSerializationError, to_json
+
+from ..errors import DamagedRun
 
 #: the payload format this version writes (see the module docstring)
 FORMAT_VERSION = 3
@@ -280,6 +284,71 @@ PAYLOADS: dict[str, type] = {
 }
 
 
+#: the fields a reader cannot do without, per kind (the others are optional)
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "message": ("message",), "approval_requested": ("id",), "approval_decided": ("id", "verdict"),
+    "lineage": ("relation", "parent"),
+}
+_shapes: dict[str, dict[str, tuple[type, ...]]] = {}
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The Python types JSON decodes to that fit a payload field's annotation (``object``: anything)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _json_types(arg))
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:
+        return (int, float)
+    if hint in (str, int, bool):
+        return (hint,)
+    if origin in (list, dict):
+        return (origin,)
+    if typing.is_typeddict(hint):
+        return (dict,)
+    return (object,)
+
+
+def _shape(kind: str) -> dict[str, tuple[type, ...]]:
+    found = _shapes.get(kind)
+    if found is None:
+        hints = typing.get_type_hints(PAYLOADS[kind]) if kind in PAYLOADS else {}
+        found = _shapes[kind] = {name: types_ for name, hint in hints.items()
+                                 if object not in (types_ := _json_types(hint))}
+    return found
+
+
+def check_payload(run_id: str, seq: int, kind: str, data: Any) -> dict[str, Any]:
+    """``data`` when it has its kind's shape (a JSON object; each field of its TypedDict that is there of
+    the field's JSON type; the fields in :data:`REQUIRED` there); else :class:`~rolecast.errors.DamagedRun`.
+    Fields a newer version added (not in the TypedDict) pass; so does a kind this version does not know."""
+    if not isinstance(data, dict):
+        raise DamagedRun(run_id, seq, kind, f"holds a JSON {type(data).__name__}, not an object")
+    shape = _shape(kind)
+    for name, value in data.items():
+        wanted = shape.get(name)
+        if wanted is not None and not isinstance(value, wanted):
+            raise DamagedRun(run_id, seq, kind, f"has a {type(value).__name__} as {name!r}, not "
+                                                f"{' or '.join(sorted(t.__name__ for t in wanted))}")
+    for name in REQUIRED.get(kind, ()):
+        if name not in data:
+            raise DamagedRun(run_id, seq, kind, f"has no {name!r}")
+    return data
+
+
+def decode_payload(run_id: str, seq: int, kind: str, text: str | bytes) -> dict[str, Any]:
+    """A stored payload's JSON text, decoded and checked (:func:`check_payload`); text that is not JSON
+    (or nests past what the decoder can) is :class:`~rolecast.errors.DamagedRun`, never a raw
+    ``JSONDecodeError`` or ``RecursionError``."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        problem = "nests too deep" if isinstance(exc, RecursionError) else f"is not JSON ({exc})"
+        raise DamagedRun(run_id, seq, kind, problem) from None
+    return check_payload(run_id, seq, kind, data)
+
+
 def upgrade(kind: str, data: dict[str, Any], version: int = 1) -> dict[str, Any]:
     """``data`` of format ``version`` as this version's format (a new dict only where it changes).
 
@@ -367,7 +436,8 @@ class RunEvent:
     def data(self) -> dict[str, Any]:
         data = self._data
         if data is None:
-            data = self._data = json.loads(self._text) if self._text is not None else {}
+            text = self._text
+            data = self._data = decode_payload(self.run_id, self.seq, self.kind, text) if text is not None else {}
         return data
 
     @data.setter
@@ -472,7 +542,9 @@ __all__ = [
     "TurnFinishedData",
     "TurnStartedData",
     "UsageData",
+    "check_payload",
     "command_argv",
+    "decode_payload",
     "encode_data",
     "lineage",
     "llm_call",

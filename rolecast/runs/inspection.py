@@ -73,8 +73,10 @@ def list_runs(store: RunStore) -> str:
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
         origin = f"  ({printable(r.origin)})" if r.origin else ""
+        stop = "damaged" if r.damaged else printable(r.stop_reason or "running?")
+        idea = printable(r.damaged) if r.damaged else _short(r.idea, 40)
         lines.append(f"{printable(r.run_id):<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
-                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}{origin}")
+                     f"{stop:<9} {idea}{origin}")
     return "\n".join(lines)
 
 

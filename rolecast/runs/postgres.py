@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunInUse, StoreError
 from .base import RunInfo, RunStore, run_infos
-from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent
+from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent, check_payload
 from .lease import LEASE_TTL, Holder, gone
 from .requests import new_texts
 
@@ -189,7 +189,8 @@ class PostgresRunStore(RunStore):
                     rows = self._db.execute(
                         "SELECT run_id, seq, ts, kind, round, role, data FROM rolecast_events "
                         "WHERE run_id = %s AND kind = ANY(%s) ORDER BY seq", (event.run_id, list(kinds))).fetchall()
-                    check([RunEvent(r, k, data, rnd, role, seq, ts) for r, seq, ts, k, rnd, role, data in rows])
+                    check([RunEvent(r, k, check_payload(r, seq, k, data), rnd, role, seq, ts)
+                           for r, seq, ts, k, rnd, role, data in rows])
                     row = self._db.execute(_APPEND, params).fetchone()
             except self._psycopg.Error as exc:
                 raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
@@ -292,7 +293,7 @@ class PostgresRunStore(RunStore):
             sql += " AND kind = ANY(%s)"
             params.append(list(kinds))
         for run, seq, ts, kind, rnd, role, data in self._query(sql + " ORDER BY seq", params):
-            yield RunEvent(run, kind, data, rnd, role, seq, ts)
+            yield RunEvent(run, kind, check_payload(run, seq, kind, data), rnd, role, seq, ts)
 
     def runs(self) -> list[RunInfo]:
         rows = self._query(
