@@ -8,8 +8,11 @@ import pytest
 pytest.importorskip("psycopg")
 
 from pg_server import PostgresServer, find_bin
-from test_hardening4_runs import asked, check_one_answer, race
+from test_hardening4_runs import asked, check_chunked, check_one_answer, race
 
+from rolecast.errors import DamagedRun
+from rolecast.runs import RunEvent
+from rolecast.runs.events import MESSAGE, RUN_STARTED
 from rolecast.runs.postgres import PostgresRunStore
 
 pytestmark = [
@@ -33,3 +36,26 @@ def test_approve_and_reject_within_5ms_from_two_processes_postgres(pg, monkeypat
     finally:
         first.close()
         second.close()
+
+
+def test_chunked_prompts_on_postgres(pg):
+    store = PostgresRunStore(pg.dsn)
+    try:
+        check_chunked(store)
+    finally:
+        store.close()
+
+
+def test_a_jsonb_payload_of_the_wrong_shape_is_a_damaged_run_on_postgres(pg):
+    store = PostgresRunStore(pg.dsn)
+    try:
+        for run_id in ("pg-good", "pg-bad"):
+            store.append(RunEvent(run_id, RUN_STARTED, {"team": "T", "idea": run_id}))
+            store.append(RunEvent(run_id, MESSAGE, {"message": {"content": "hi"}}, 1, "A"))
+        store._query_write("UPDATE rolecast_events SET data = '[1, 2]' WHERE run_id = 'pg-bad' AND seq = 1", ())
+        infos = {info.run_id: info for info in store.runs()}
+        assert "not an object" in infos["pg-bad"].damaged and infos["pg-good"].idea == "pg-good"
+        with pytest.raises(DamagedRun, match="run 'pg-bad' is damaged: its event 1 \\(run_started\\)"):
+            list(store.events("pg-bad"))
+    finally:
+        store.close()

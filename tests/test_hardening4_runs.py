@@ -3,6 +3,7 @@ hostile input a probe used, and failed on the code before the fix."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 import rolecast.runs.approvals as approvals_module
+import rolecast.runs.requests as requests_module
 from rolecast.errors import ApprovalAnswered, DamagedRun, UnsafeCommand, UsageError
 from rolecast.runs import RunEvent, RunLog, open_store
 from rolecast.runs.approvals import approvals, decide
@@ -28,6 +30,7 @@ from rolecast.runs.events import (
     RUN_STARTED,
     RUN_STOPPED,
 )
+from rolecast.runs.requests import encode_request, request_of
 from rolecast.runs.rerun import check_recorded, rerun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,9 +209,9 @@ def runs_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ("this is text, not JSON {", "is not JSON"),
     ("[1, 2, 3]", "not an object"),
     ('{"message": "a string where an object goes"}', "has a str as 'message'"),
-    ('{"content": "no message field"}', "has no 'message'"),
+    ('{"message": ["a", "list"]}', "has a list as 'message'"),
     ("[" * 30_000 + "]" * 30_000, "nests too deep"),
-], ids=["not-json", "json-array", "message-a-string", "message-missing", "30000-levels"])
+], ids=["not-json", "json-array", "message-a-string", "message-a-list", "30000-levels"])
 def test_a_malformed_payload_row_is_a_damaged_run_and_the_others_still_read(tmp_path, row, problem):
     db = tmp_path / "runs.db"
     two_runs(db)
@@ -262,3 +265,61 @@ def test_a_journal_line_whose_payload_is_not_json_is_left_out_of_recovery(tmp_pa
         assert [e.data["message"]["content"] for e in events] == ["kept 1", "kept 2"]
     finally:
         again.close()
+
+
+# ------------------------------------------------------------------ 11. a long chat's store
+def debate_prompts(rounds: int) -> list[str]:
+    """The prompts of a debate whose every prompt holds the whole history (1 KB answers of 10 lines)."""
+    history: list[str] = []
+    prompts = []
+    for n in range(rounds):
+        prompts.append("You are in a debate. So far:\n\n" + "\n\n".join(history) + "\n\nYour turn.")
+        history.append("\n".join(f"round {n} line {i}: " + "an argument that goes on " * 4 for i in range(10)))
+    return prompts
+
+
+def stored_bytes(rounds: int) -> int:
+    """What a run's calls add to the store: the new texts and the calls' references to them."""
+    sent: set[str] = set()
+    total = 0
+    for prompt in debate_prompts(rounds):
+        fields, new = encode_request([{"role": "system", "content": "be brief"}, {"role": "user", "content": prompt}],
+                                     {}, None, sent)
+        total += sum(len(t) for t in new.values()) + len(json.dumps(fields["messages"]))
+    return total
+
+
+def test_a_400_round_debate_with_the_whole_history_in_each_prompt_grows_the_store_linearly(monkeypatch):
+    at_100, at_200 = stored_bytes(100), stored_bytes(200)
+    # twice the rounds: about twice the bytes (plus the calls' lists of chunk keys, ~1 % of the history
+    # each), where whole texts take four times
+    assert at_200 < 3 * at_100
+    history = len(debate_prompts(200)[-1])
+    assert at_200 < 6 * history  # the history a few times over, not 100 times
+    monkeypatch.setattr(requests_module, "CHUNKED_FROM", None)  # every prompt a text of its own (format 3)
+    whole_100, whole_200 = stored_bytes(100), stored_bytes(200)
+    assert whole_200 > 3.5 * whole_100 and whole_200 > 10 * at_200
+
+
+def check_chunked(store: RunStore) -> None:
+    """Two runs whose calls' prompts are kept in chunks: each reads back whole; deleting both deletes them."""
+    prompts = debate_prompts(30)
+    sent: set[str] = set()
+    for run_id, prompt in (("a", prompts[-2]), ("b", prompts[-1])):
+        fields, new = encode_request([{"role": "user", "content": prompt}], {}, None, sent)
+        assert isinstance(fields["messages"][0][1], list)  # kept in chunks
+        event = RunEvent(run_id, LLM_CALL, {"fingerprint": "f", **fields}, 1, "A")
+        event.texts = new
+        store.append(event)
+        assert request_of(store, next(store.events(run_id, [LLM_CALL]))).messages[0]["content"] == prompt
+    store.delete("b")
+    assert request_of(store, next(store.events("a", [LLM_CALL]))).messages[0]["content"] == prompts[-2]
+    store.delete("a")
+    assert store.texts(sent) == {}
+
+
+def test_a_chunked_prompt_reads_back_whole_and_its_chunks_go_with_the_last_run_using_them(tmp_path):
+    for where in (tmp_path / "runs.db", ":memory:"):
+        store = open_store(where)
+        check_chunked(store)
+        store.close()

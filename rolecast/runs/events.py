@@ -36,10 +36,13 @@ them through :func:`payload`, which also brings a payload of an older format up 
 store of a newer format than this version knows is refused, never misread.
 
 Formats: 1 — before issue 23 (no ``format`` field; no lineage, approval or ``reused`` data);
-2 — issue 23; 3 — this one: an ``llm_call`` holds its full request (every message as sent, by
-reference to the store's texts, and the settings), and the store a table of texts. Every older
-payload reads as format 3 (the new fields are optional: a call logged without them has only its
-summary, :attr:`CallRequest.full <rolecast.runs.requests.CallRequest.full>` False).
+2 — issue 23; 3 — an ``llm_call`` holds its full request (every message as sent, by
+reference to the store's texts, and the settings), and the store a table of texts; 4 — this one: a
+long text is kept in chunks, and a message's reference may be the list of its chunks' keys
+(:func:`rolecast.runs.requests.chunks`), so that a prompt holding a whole conversation adds only
+what is new to the store. Every older payload reads as format 4 (the new fields are optional: a
+call logged without them has only its summary,
+:attr:`CallRequest.full <rolecast.runs.requests.CallRequest.full>` False).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from ..errors import DamagedRun
 
 #: the payload format this version writes (see the module docstring)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
@@ -186,6 +189,7 @@ class LLMCallData(TypedDict, total=False):
     #: the request's summary (:class:`RequestSummary`)
     request: dict[str, Any]
     #: (format 3) every message as sent, in order: ``[role, text key]``, or ``[role, text key, extras]``
+    #: (format 4: the key of a long text is the list of its chunks' keys, joined in order)
     #: where the message had more (``tool_calls``, ``tool_call_id``, ``name``; ``content`` when it was
     #: not text, the key then None). The texts are the store's, read with
     #: :func:`rolecast.runs.requests.request_of`
@@ -286,7 +290,7 @@ PAYLOADS: dict[str, type] = {
 
 #: the fields a reader cannot do without, per kind (the others are optional)
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "message": ("message",), "approval_requested": ("id",), "approval_decided": ("id", "verdict"),
+    "approval_requested": ("id",), "approval_decided": ("id", "verdict"),
     "lineage": ("relation", "parent"),
 }
 _shapes: dict[str, dict[str, tuple[type, ...]]] = {}
@@ -384,7 +388,7 @@ def run_stopped(event: RunEvent) -> RunStoppedData:
 
 def message(event: RunEvent) -> dict[str, Any]:
     """A ``message`` event's message (its JSON)."""
-    return cast(MessageData, payload(event))["message"]
+    return cast(MessageData, payload(event)).get("message") or {}
 
 
 def lineage(event: RunEvent) -> LineageData:

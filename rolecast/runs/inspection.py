@@ -109,7 +109,7 @@ def _describe(event: RunEvent) -> str | None:
     if event.kind == ROUND_STARTED:
         return f"round {event.round}"
     if event.kind == MESSAGE:
-        m = d["message"]
+        m = d.get("message") or {}
         to = printable(", ".join(m.get("send_to") or [ALL]))
         action = printable(str(m.get("cause_by", "")).rsplit(".", 1)[-1])
         return f"  {printable(m.get('sent_from') or '?')} → {to} [{action}]: {_short(m.get('content', ''))}"
@@ -219,7 +219,7 @@ def _flow(events: list[RunEvent]) -> tuple[list[str], list[tuple[int, str, str, 
     for e in events:
         if e.kind != MESSAGE:
             continue
-        m = e.data["message"]
+        m = e.data.get("message") or {}
         sender = m.get("sent_from") or "user"
         if sender not in participants:
             participants.insert(0, sender)

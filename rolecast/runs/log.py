@@ -270,7 +270,7 @@ class RunLog:
                     reused="reused" in data, full=_full_fields(data),
                 ))
             elif event.kind == MESSAGE:
-                message = event.data["message"]
+                message = event.data.get("message") or {}
                 self._messages[message.get("sent_from", "")].append(message)
             elif event.kind == RUN_STARTED and not self.recorded_idea:
                 self.recorded_idea = str(event.data.get("idea") or "")

@@ -57,9 +57,13 @@ CREATE TABLE IF NOT EXISTS rolecast_texts (
 # the texts no model call refers to any more (see rolecast.runs.requests and the SQLite store's
 # _ORPHANS): the keys in use gathered once, then an anti-join (not a scan of the events per text)
 _ORPHANS = """
-WITH used AS (
-    SELECT m ->> 1 AS key FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
-    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array'
+WITH calls AS (
+    SELECT m -> 1 AS ref FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array' AND jsonb_typeof(m) = 'array'
+), used AS (
+    SELECT ref #>> '{}' AS key FROM calls WHERE jsonb_typeof(ref) = 'string'
+    UNION
+    SELECT p FROM calls, jsonb_array_elements_text(ref) AS p WHERE jsonb_typeof(ref) = 'array'
     UNION
     SELECT c.value FROM rolecast_events AS e, jsonb_each_text(e.data -> 'constraints') AS c
     WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'constraints') = 'object'

@@ -55,11 +55,14 @@ CREATE TABLE IF NOT EXISTS texts (
 """
 
 # The keys of the texts some model call refers to (rolecast.runs.requests: a call's messages are
-# [role, key] or [role, key, extras]; its constraints {name: key}); any other text is an orphan.
+# [role, key] or [role, key, extras], the key a list of chunks' keys for a long text; its constraints
+# {name: key}); any other text is an orphan.
 _ORPHANS = """
 DELETE FROM texts WHERE key NOT IN (
     SELECT json_extract(m.value, '$[1]') FROM events AS e, json_each(e.data, '$.messages') AS m
-    WHERE e.kind = 'llm_call' AND json_extract(m.value, '$[1]') IS NOT NULL
+    WHERE e.kind = 'llm_call' AND json_type(m.value, '$[1]') = 'text'
+    UNION SELECT p.value FROM events AS e, json_each(e.data, '$.messages') AS m, json_each(m.value, '$[1]') AS p
+    WHERE e.kind = 'llm_call' AND json_type(m.value, '$[1]') = 'array'
     UNION SELECT c.value FROM events AS e, json_each(e.data, '$.constraints') AS c
     WHERE e.kind = 'llm_call' AND c.value IS NOT NULL
 )
