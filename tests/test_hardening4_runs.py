@@ -323,3 +323,22 @@ def test_a_chunked_prompt_reads_back_whole_and_its_chunks_go_with_the_last_run_u
         store = open_store(where)
         check_chunked(store)
         store.close()
+
+
+# ------------------------------------------------------------------ 7. terminal escapes
+def test_escape_sequences_in_role_and_tool_names_of_runs_approvals_are_shown_escaped(tmp_path):
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    store.append(RunEvent("esc", RUN_STARTED, {"team": "T"}))
+    hostile = "\x1b[2J\x1b[H\x1b]0;owned\x07"
+    store.append(RunEvent("esc", APPROVAL_REQUESTED, {
+        "id": "A-1\x1b[8m", "role": f"Alice{hostile}", "kind": "tool\u202e", "name": f"rm{hostile}",
+        "arguments": {"path": "\x9b31m/\u202e"}}, 1, "Alice"))
+    store.append(RunEvent("esc", RUN_STOPPED, {"reason": "error: \x1b[31mBoom"}))
+    store.close()
+    for args in (("approvals", "esc"), ("list",)):
+        done = runs_cli(db, *args)
+        assert done.returncode == 0, done.stderr
+        assert not any(c in done.stdout for c in "\x1b\x07\x9b\u202e"), done.stdout
+    assert "rm\\x1b[2J" in runs_cli(db, "approvals", "esc").stdout
+    assert "error: \\x1b[31mBoom" in runs_cli(db, "list").stdout

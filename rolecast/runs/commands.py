@@ -33,6 +33,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
+from ..observe.printable import printable
 from . import inspection
 from .approvals import approvals, decide
 from .lineage import fork_run
@@ -157,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
             arguments = _json_object(args.arguments) if command == "edit" else None
             decision = decide(store, args.run_id, args.approval_id, verdict, arguments=arguments,
                               reason=getattr(args, "why", ""), by=f"rolecast runs {command}")
-            print(f"approval {decision['id']} of run {args.run_id}: {verdict}; run the script again with "
-                  f"run_id={args.run_id!r} to go on")
+            print(f"approval {printable(decision['id'])} of run {printable(args.run_id)}: {verdict}; run the "
+                  f"script again with run_id={printable(repr(args.run_id))} to go on")
         elif command == "delete":
             count = store.delete(args.run_id)
             if not count:
@@ -214,11 +215,13 @@ def _approvals_text(store: Any, run_id: str) -> str:
     if not found:
         return f"run {run_id} asked no approval"
     lines = []
-    for a in found:
+    for a in found:  # (every field is the store's: escaped, as runs show escapes it)
         decision = a["decision"]
-        state = "pending" if decision is None else decision["verdict"]
-        lines.append(f"{a['id']:<16} {state:<8} {a.get('role', '')}: {a.get('kind', '')} {a.get('name', '')} "
-                     f"{json.dumps(a.get('arguments', {}), ensure_ascii=False)}")
+        state = "pending" if decision is None else str(decision.get("verdict", "?"))
+        arguments = json.dumps(a.get("arguments", {}), ensure_ascii=False, default=str)
+        lines.append(" ".join((f"{printable(a['id']):<16}", f"{printable(state):<8}",
+                               f"{printable(a.get('role', ''))}: {printable(a.get('kind', ''))}",
+                               printable(a.get("name", "")), printable(arguments))))
     return "\n".join(lines)
 
 
