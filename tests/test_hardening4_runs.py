@@ -30,6 +30,7 @@ from rolecast.runs.events import (
     RUN_STARTED,
     RUN_STOPPED,
 )
+from rolecast.runs.ids import MAX_SEQ, parse_seq
 from rolecast.runs.requests import encode_request, request_of
 from rolecast.runs.rerun import check_recorded, rerun
 
@@ -342,3 +343,38 @@ def test_escape_sequences_in_role_and_tool_names_of_runs_approvals_are_shown_esc
         assert not any(c in done.stdout for c in "\x1b\x07\x9b\u202e"), done.stdout
     assert "rm\\x1b[2J" in runs_cli(db, "approvals", "esc").stdout
     assert "error: \\x1b[31mBoom" in runs_cli(db, "list").stdout
+
+
+# ------------------------------------------------------------------ 10. papercuts
+@pytest.mark.parametrize(("arguments", "status"), [
+    ("[" * 30_000 + "]" * 30_000, 2),
+    ('{"a": ' + "[" * 30_000 + "]" * 30_000 + "}", 2),
+    ('{"a": "' + "[" * 30_000 + '"}', 0),  # (brackets inside a string are text: this one is fine)
+], ids=["array-30000-levels", "object-30000-levels", "brackets-in-a-string"])
+def test_runs_edit_with_json_nested_30000_levels_is_a_usage_error_not_a_recursion_error(tmp_path, arguments, status):
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    asked(store, "deep")
+    store.close()
+    done = runs_cli(db, "edit", "deep", "Alice-1", "--args", arguments)
+    assert "RecursionError" not in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == status, done.stderr
+    if status:
+        assert "levels deep: at most 32" in done.stderr
+
+
+def test_an_edit_nested_100000_levels_from_python_is_a_usage_error():
+    store = open_store(":memory:")
+    asked(store, "deep")
+    nested: Any = {}
+    for _ in range(100_000):
+        nested = {"a": nested}
+    with pytest.raises(UsageError, match="nest deeper than 32"):
+        decide(store, "deep", "Alice-1", "edit", arguments={"x": nested})
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", 2**70, "-1", -1, "1e3", "", "٣", True])
+def test_an_after_of_99999999999999999999999_is_a_usage_error_not_an_overflow(value):
+    with pytest.raises(UsageError, match="after is an event's number"):
+        parse_seq(value)
+    assert parse_seq("42") == 42 and parse_seq(MAX_SEQ) == MAX_SEQ and parse_seq(" 7 ") == 7

@@ -16,6 +16,8 @@ and again by the tool when the run applies it.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from typing import Any
 
@@ -29,6 +31,41 @@ VERDICTS = ("approve", "reject", "edit")
 EXIT_WAITING = 3
 #: how deep a schema or a value may nest before it is refused (the checker is recursive)
 MAX_DEPTH = 32
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` (decoded JSON) nests deeper than ``limit`` levels; iterative, so a value nested
+    100,000 levels is measured, not a RecursionError."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def json_arguments(text: str, what: str = "--args") -> dict[str, Any]:
+    """An edit's arguments from JSON text: an object nested at most :data:`MAX_DEPTH` levels; else a
+    :class:`UsageError` (text nested 30,000 levels is one too, before the decoder recurses)."""
+    brackets = 0
+    deepest = 0
+    for char in re.sub(r'"(?:[^"\\]|\\.)*"', "", text):  # (strings out: a bracket in one does not count)
+        if char in "[{":
+            brackets += 1
+            deepest = max(deepest, brackets)
+        elif char in "]}":
+            brackets -= 1
+    if deepest > MAX_DEPTH:
+        raise UsageError(f"{what} nests {deepest} levels deep: at most {MAX_DEPTH}")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} is a JSON object of the call's arguments, such as '{{\"x\": 1}}'")
+    return value
 
 
 def approvals(store: RunStore, run_id: str) -> list[dict[str, Any]]:
@@ -81,6 +118,8 @@ def decide(
     if verdict == "edit":
         if not isinstance(arguments, dict):
             raise UsageError("an edit gives the call's new arguments as a JSON object, such as {\"x\": 1}")
+        if too_deep(arguments):
+            raise UsageError(f"the edited arguments nest deeper than {MAX_DEPTH} levels")
         problems = schema_problems(arguments, found.get("schema") or {})
         if problems:
             raise UsageError(f"the edited arguments do not fit {found.get('name')!r}'s schema: " + "; ".join(problems))
@@ -149,4 +188,7 @@ def schema_problems(value: Any, schema: dict[str, Any], path: str = "arguments",
     return problems
 
 
-__all__ = ["EXIT_WAITING", "VERDICTS", "approvals", "decide", "pending_approvals", "schema_problems"]
+__all__ = [
+    "EXIT_WAITING", "VERDICTS", "approvals", "decide", "json_arguments", "pending_approvals", "schema_problems",
+    "too_deep",
+]

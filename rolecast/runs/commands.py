@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import UsageError
 from ..observe.printable import printable
 from . import inspection
-from .approvals import approvals, decide
+from .approvals import approvals, decide, json_arguments
 from .lineage import fork_run
 from .rerun import rerun
 from .store import DEFAULT_STORE_PATH, open_store
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             print(_approvals_text(store, args.run_id))
         elif command in ("approve", "reject", "edit"):
             verdict = command
-            arguments = _json_object(args.arguments) if command == "edit" else None
+            arguments = json_arguments(args.arguments) if command == "edit" else None
             decision = decide(store, args.run_id, args.approval_id, verdict, arguments=arguments,
                               reason=getattr(args, "why", ""), by=f"rolecast runs {command}")
             print(f"approval {printable(decision['id'])} of run {printable(args.run_id)}: {verdict}; run the "
@@ -198,16 +198,6 @@ def confirmation(yes: bool) -> Any:
 
 def _mib(size: int | None) -> str:
     return "?" if size is None else f"{size / 2**20:.2f} MiB"
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--args is not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise UsageError("--args is a JSON object of the call's arguments, such as '{\"x\": 1}'")
-    return value
 
 
 def _approvals_text(store: Any, run_id: str) -> str:
