@@ -378,3 +378,39 @@ def test_an_after_of_99999999999999999999999_is_a_usage_error_not_an_overflow(va
     with pytest.raises(UsageError, match="after is an event's number"):
         parse_seq(value)
     assert parse_seq("42") == 42 and parse_seq(MAX_SEQ) == MAX_SEQ and parse_seq(" 7 ") == 7
+
+
+# ------------------------------------------------------------------ issue 31: steering with no script edit
+def test_fork_at_1_then_continue_runs_the_recorded_command_as_the_fork_and_it_shows_finished(tmp_path):
+    from test_rerun_cli import record, run_script, write_script
+
+    db, work = tmp_path / "runs.db", tmp_path / "work"
+    work.mkdir()
+    run_script(write_script(work), db)
+    (parent,) = [info.run_id for info in open_store(db, read_only=True).runs()]
+    fork = runs_cli(db, "fork", parent, "--at", "1", "--run-id", "f1")
+    assert fork.returncode == 0 and "rolecast runs continue f1" in fork.stderr
+
+    refused = runs_cli(db, "continue", "f1")  # no terminal, no --yes: shown, not run
+    assert refused.returncode == 2 and "team_script.py" in refused.stderr and "--yes" in refused.stderr
+    assert not (work / "f1.json").exists()
+    done = runs_cli(db, "continue", "f1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "run f1 (went on): stopped: n_round;" in done.stdout
+    went_on = record(work, "f1")
+    assert went_on["calls"] == ["test", "review"] and went_on["run_id_left"] is None  # round 1 from the log
+    assert went_on["history"] == record(work, parent)["history"]
+
+    store = open_store(db, read_only=True)
+    infos = {info.run_id: info for info in store.runs()}
+    assert infos["f1"].stop_reason == "n_round" and infos["f1"].started > infos[parent].started
+    assert store.runs()[0].run_id == "f1"  # newest first: the fork began after its parent
+    store.close()
+    from rolecast.studio.source import RunSource
+
+    source = RunSource(db)
+    try:
+        row = source.run("f1")
+        assert (row.status, row.stop_reason) == ("finished", "n_round")  # not "interrupted"
+    finally:
+        source.close()

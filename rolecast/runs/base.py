@@ -216,7 +216,8 @@ class RunStore(ABC):
 
 def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
     """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
-    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
+    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log; a
+    fork's start is when it was made (its lineage event), not its parent's. Newest first."""
     infos = []
     for run_id, started, count, messages, calls, last_round in rows:
         try:
@@ -224,6 +225,8 @@ def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]
             stops = list(store.events(run_id, [RUN_STOPPED]))
             lineage = next(store.events(run_id, [LINEAGE]), None)
             origin = lineage.data if lineage is not None else {}
+            if lineage is not None and origin.get("relation") == "fork":
+                started = lineage.ts  # (a fork's first events are its parent's, with their times: it began here)
             infos.append(RunInfo(
                 run_id, started, count, messages or 0, calls or 0, last_round or 0,
                 stops[-1].data.get("reason") if stops else None,
@@ -234,6 +237,7 @@ def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]
         except DamagedRun as exc:  # (one damaged run is listed as such; the others read)
             infos.append(RunInfo(run_id, started, count, messages or 0, calls or 0, last_round or 0, None,
                                  damaged=str(exc)))
+    infos.sort(key=lambda info: info.started, reverse=True)  # (newest first, a fork by when it was made)
     return infos
 
 

@@ -11,6 +11,8 @@
                                               run RUN's script again (or CMD), reusing RUN's answers
                                               to the calls that did not change (rolecast.runs.rerun);
                                               the recorded command is shown and runs once confirmed
+    rolecast runs continue RUN [--yes]        let RUN (a fork, a run that stopped or waits) go on: its recorded
+                                              command runs again as RUN (shown, run once confirmed)
     rolecast runs approvals RUN               the run's deferred approvals, answered or pending
     rolecast runs approve RUN [ID]            answer a deferred approval: run the call as asked
     rolecast runs reject RUN ID --why TEXT    … do not run it (the agent is told why)
@@ -37,11 +39,11 @@ from ..observe.printable import printable
 from . import inspection
 from .approvals import approvals, decide, json_arguments
 from .lineage import fork_run
-from .rerun import rerun
+from .rerun import go_on, rerun
 from .store import DEFAULT_STORE_PATH, open_store
 
 #: the commands that only read: they open the store read-only (a store on read-only media works)
-READERS = frozenset({"list", "show", "graph", "export", "approvals", "rerun"})  # (a rerun's child writes)
+READERS = frozenset({"list", "show", "graph", "export", "approvals", "rerun", "continue"})  # (their child writes)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -74,6 +76,7 @@ def add_parser(sub: Any) -> None:
         "list": "list the runs", "show": "a run's timeline", "graph": "the message flow of a run",
         "export": "a run's events as JSON lines", "fork": "a new run whose first rounds are another's",
         "rerun": "run a run's script again, paying only for the calls that changed",
+        "continue": "let a run (a fork) go on: run its recorded command again as that run",
         "approvals": "a run's deferred approvals", "approve": "approve a deferred call",
         "reject": "reject a deferred call", "edit": "run a deferred call with other arguments",
         "delete": "delete a run", "prune": "delete old runs and give the space back",
@@ -101,6 +104,9 @@ def add_parser(sub: Any) -> None:
             cmd.set_defaults(command_line=[])
             cmd.epilog = ("-- CMD ARGS...: the command to run instead of the one RUN recorded (a run started "
                           "from a notebook or pytest records none); a .py file runs under this Python")
+        elif name == "continue":
+            cmd.add_argument("--yes", "-y", action="store_true",
+                             help="run the recorded command without asking (it is shown first; read it)")
         elif name == "approve":
             cmd.add_argument("approval_id", nargs="?", help="which approval (default: the only pending one)")
         elif name in ("reject", "edit"):
@@ -139,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
         elif command == "fork":
             new = fork_run(store, args.run_id, args.at, args.new_run_id)
             print(new)
-            print(f"run {new} is a fork of {args.run_id} at round {args.at}: run your script with "
-                  f"Team(run_id={new!r}) to go on from there", file=sys.stderr)
+            print(f"run {new} is a fork of {args.run_id} at round {args.at}: 'rolecast runs continue {new}' runs "
+                  f"its recorded command to go on from there (or run your script with Team(run_id={new!r}))",
+                  file=sys.stderr)
         elif command == "rerun":
             done = rerun(store, where, args.run_id, args.new_run_id, args.command_line,
                          confirm=confirmation(args.yes))
@@ -149,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.run_id} (the first Team of the parent's class, built with no run_id, reuse or fork "
                       f"and using the store {where}, takes it); exit status {done.status}", file=sys.stderr)
                 return done.status or 1
+            print(done.summary())
+            return done.status
+        elif command == "continue":
+            done = go_on(store, where, args.run_id, confirm=confirmation(args.yes))
             print(done.summary())
             return done.status
         elif command == "approvals":

@@ -39,7 +39,16 @@ from loguru import logger
 from ..errors import ConfigError, UnsafeCommand, UsageError
 from ..observe.printable import printable
 from .base import RunStore
-from .events import LLM_CALL, RUN_STARTED, RUN_STOPPED, CommandData, RunStoppedData, command_argv, run_started
+from .events import (
+    LLM_CALL,
+    RUN_STARTED,
+    RUN_STOPPED,
+    CommandData,
+    RunEvent,
+    RunStoppedData,
+    command_argv,
+    run_started,
+)
 from .ids import check_run_id
 from .inspection import call_counts, no_run
 from .lineage import Lineage, check_lineage
@@ -131,46 +140,57 @@ def shown(argv: list[str], cwd: str) -> str:
 
 
 # ---------------------------------------------------------------- the team's side
-def claim(team: str, store: Any) -> tuple[str, str] | None:
+def claim(team: str, store: Any) -> tuple[str | None, str] | None:
     """``(parent, new run id)`` when this process is a rerun (``$ROLECAST_REUSE``) of a run of a team
-    named ``team`` that ``store`` holds — the variables then leave ``os.environ``; else None.
+    named ``team`` that ``store`` holds; ``(None, run id)`` when it continues a run of such a team that
+    ``store`` holds (``$ROLECAST_RUN_ID`` alone: ``rolecast runs continue``, a fork going on) — the
+    variables then leave ``os.environ``; else None.
 
     ``store`` is the team's store as it was given (a path, a URL, a store). A team whose store does not
-    hold the parent, or whose parent was another team, leaves the variables to the next team."""
+    hold the run, or whose run was another team's, leaves the variables to the next team."""
     parent = os.environ.get(REUSE_VARIABLE, "").strip()
-    if not parent or store is None:
-        return None
     new = os.environ.get(RUN_ID_VARIABLE, "").strip()
+    if not (parent or new) or store is None:
+        return None
     for name, value in ((REUSE_VARIABLE, parent), (RUN_ID_VARIABLE, new)):
         if value:
             try:
                 check_run_id(value)
             except UsageError as exc:
                 raise UsageError(f"${name}: {exc}") from None
-    new = new or new_run_id()
-    given = isinstance(store, RunStore)
-    try:
-        opened = store if given else open_store(store, read_only=True)
-    except ConfigError:  # (no store there yet: it cannot hold the parent)
-        return None
-    assert opened is not None
-    try:
-        started = next(opened.events(parent, [RUN_STARTED]), None)
-    finally:
-        if not given:
-            opened.close()
+    asked = parent or new  # the run whose team must be this one: the rerun's parent, or the run to go on with
+    started = _started_event(store, asked)
     if started is None:
-        logger.debug("{}={} is not in this team's store {}: left for another team", REUSE_VARIABLE, parent, store)
+        logger.debug("{} is not in this team's store {}: left for another team", asked, store)
         return None
     if run_started(started).get("team") != team:
-        logger.debug("{}={} was run by a team {!r}, not {!r}: left for another team", REUSE_VARIABLE, parent,
+        logger.debug("{} was run by a team {!r}, not {!r}: left for another team", asked,
                      run_started(started).get("team"), team)
         return None
     os.environ.pop(REUSE_VARIABLE, None)
     os.environ.pop(RUN_ID_VARIABLE, None)
+    if not parent:
+        logger.info("this {} goes on with run {} ({})", team, new, RUN_ID_VARIABLE)
+        return None, new
+    new = new or new_run_id()
     logger.info("this {} reruns run {} as run {} ({}): what did not change is answered from its log",
                 team, parent, new, REUSE_VARIABLE)
     return parent, new
+
+
+def _started_event(store: Any, run_id: str) -> RunEvent | None:
+    """The first ``run_started`` of ``run_id`` in ``store`` (a store, or where one is: opened read-only)."""
+    given = isinstance(store, RunStore)
+    try:
+        opened = store if given else open_store(store, read_only=True)
+    except ConfigError:  # (no store there yet: it cannot hold the run)
+        return None
+    assert opened is not None
+    try:
+        return next(opened.events(run_id, [RUN_STARTED]), None)
+    finally:
+        if not given:
+            opened.close()
 
 
 # ---------------------------------------------------------------- the command's side
@@ -186,10 +206,12 @@ class Rerun:
 
     def summary(self) -> str:
         """One line: the new run, its live and reused model calls, and what the reused ones saved."""
+        what = f"rerun of {self.parent}" if self.parent else "went on"
         if self.stopped is None:
-            return f"run {self.run_id} (rerun of {self.parent}) was not made"
+            return f"run {self.run_id} ({what}) was not made"
         s = self.stopped
-        return (f"run {self.run_id} (rerun of {self.parent}): model calls: {s.get('live_calls', 0)} live, "
+        stop = "" if self.parent else f" stopped: {printable(s.get('reason', '?'))};"
+        return (f"run {self.run_id} ({what}):{stop} model calls: {s.get('live_calls', 0)} live, "
                 f"{s.get('reused_calls', 0)} reused (saved ${s.get('saved_cost', 0.0):.6f})")
 
 
@@ -215,6 +237,21 @@ def rerun(store: RunStore, where: str, parent: str, run_id: str | None = None,
     else:
         argv, cwd = confirmed(store, parent, confirm, f"rolecast runs rerun {parent}")
     return _run_child(store, where, parent, new, argv, cwd)
+
+
+def go_on(store: RunStore, where: str, run_id: str, *, confirm: bool | Callable[[str], bool] = False) -> Rerun:
+    """Let run ``run_id`` (a fork, a run that stopped or waits) go on: its recorded command (a fork has
+    its parent's) runs again — checked, shown and confirmed as for :func:`rerun` — with
+    ``$ROLECAST_RUN_ID`` naming it, which the first team of its class takes (:func:`claim`): the team
+    runs as ``Team(run_id=run_id)``, answering the rounds the log holds from it and going on live."""
+    if not store.has_run(check_run_id(run_id)):
+        raise no_run(store, run_id)
+    argv, cwd = confirmed(store, run_id, confirm, f"rolecast runs continue {run_id}")
+    shared = store.shared()
+    env = {**os.environ, RUN_ID_VARIABLE: run_id, STORE_VARIABLE: shared[1] if isinstance(shared, tuple) else where}
+    env.pop(REUSE_VARIABLE, None)
+    status = _wait(argv, cwd, env)
+    return Rerun(status, run_id, "", _stopped(store, run_id))
 
 
 def confirmed(store: RunStore, parent: str, confirm: bool | Callable[[str], bool], how: str) -> tuple[list[str], str]:
@@ -244,6 +281,11 @@ def _run_child(store: RunStore, where: str, parent: str, new: str, argv: list[st
     env = {**os.environ, REUSE_VARIABLE: parent, RUN_ID_VARIABLE: new,
            STORE_VARIABLE: shared[1] if isinstance(shared, tuple) else where}
     logger.debug("rerun of {} as {}: {} (in {})", parent, new, argv, cwd)
+    return Rerun(_wait(argv, cwd, env), new, parent, _stopped(store, new))
+
+
+def _wait(argv: list[str], cwd: str, env: dict[str, str]) -> int:
+    """Run ``argv`` in ``cwd`` with ``env`` and wait; its exit status (a signal as a shell says it)."""
     try:
         child = subprocess.Popen(argv, cwd=cwd, env=env)
     except OSError as exc:
@@ -255,7 +297,7 @@ def _run_child(store: RunStore, where: str, parent: str, new: str, argv: list[st
             status = child.wait()
     if status < 0:  # killed by a signal, as a shell says it
         status = 128 - status
-    return Rerun(status, new, parent, _stopped(store, new))
+    return status
 
 
 def _stopped(store: RunStore, run_id: str) -> RunStoppedData | None:
@@ -281,6 +323,7 @@ __all__ = [
     "check_recorded",
     "claim",
     "confirmed",
+    "go_on",
     "recorded_command",
     "rerun",
     "shown",
