@@ -395,11 +395,13 @@ class ControlFlow(RolecastError):
 
 
 class InvocationCancelled(ControlFlow):
-    """A hook cancelled an action, tool or prompt-function call."""
+    """A hook cancelled an action, tool or prompt-function call (``kind``: which, when a hook cancelled
+    it: a role's turn whose *action* was cancelled ends with no message, and the run goes on)."""
 
-    def __init__(self, name: str, reason: str = ""):
+    def __init__(self, name: str, reason: str = "", *, kind: str = ""):
         self.name = name
         self.reason = reason
+        self.kind = kind
         super().__init__(f"invocation of {name!r} cancelled" + (f": {reason}" if reason else ""))
 
 

@@ -3,6 +3,7 @@ hostile input a probe used, and failed on the code before the fix."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,7 +19,11 @@ import pytest
 
 import rolecast.runs.approvals as approvals_module
 import rolecast.runs.requests as requests_module
+from actions import Action, UserRequirement
+from environment import Team
+from rolecast.control.approval import Approval
 from rolecast.errors import ApprovalAnswered, DamagedRun, UnsafeCommand, UsageError
+from rolecast.observe.console import RunConsole
 from rolecast.runs import RunEvent, RunLog, open_store
 from rolecast.runs.approvals import approvals, decide
 from rolecast.runs.base import RunStore
@@ -31,8 +36,11 @@ from rolecast.runs.events import (
     RUN_STOPPED,
 )
 from rolecast.runs.ids import MAX_SEQ, parse_seq
+from rolecast.runs.inspection import show_run
 from rolecast.runs.requests import encode_request, request_of
 from rolecast.runs.rerun import check_recorded, rerun
+from rolecast.testing import FunctionLLM
+from roles import Role
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -414,3 +422,30 @@ def test_fork_at_1_then_continue_runs_the_recorded_command_as_the_fork_and_it_sh
         assert (row.status, row.stop_reason) == ("finished", "n_round")  # not "interrupted"
     finally:
         source.close()
+
+
+class Write(Action):
+    async def run(self, history):
+        return await self._aask(f"write: {history[-1].content}")
+
+
+def approval_team(db: Path) -> Team:
+    team = Team(llm=FunctionLLM(lambda messages: "done", model="gpt-4o-mini"), store=db, run_id="act",
+                roles=[Role(name="Alice", profile="Coder", actions=[Write()], watch=[UserRequirement])])
+    Approval.deferred(kinds={"action"}).install(team.context.hooks)
+    return team
+
+
+def test_a_deferred_approval_of_an_action_prints_waiting_and_a_reject_cancels_only_that_turn(tmp_path):
+    db = tmp_path / "runs.db"
+    out = io.StringIO()
+    first = approval_team(db).run_sync(2, idea="add two numbers", console=RunConsole(out))
+    assert first.status == "waiting"
+    assert "failed: ApprovalPending" not in out.getvalue() and "Alice (Coder) waits" in out.getvalue()
+    store = open_store(db)
+    assert "Alice waits" in show_run(store, "act") and "failed: ApprovalPending" not in show_run(store, "act")
+    decide(store, "act", None, "reject", reason="not now")
+    store.close()
+    second = approval_team(db).run_sync(2, idea="add two numbers")  # no InvocationCancelled: the turn is cancelled
+    assert second.status == "finished"
+    assert [m.sent_from for m in second if m.sent_from == "Alice"] == []

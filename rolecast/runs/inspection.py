@@ -132,6 +132,8 @@ def _describe(event: RunEvent) -> str | None:
         return (f"  {role}: the answer to \"choose the next action\" was {_short(d.get('raw', ''), 200)!r}, "
                 f"not a number from -1 to {n - 1}: its turn ended")
     if event.kind == TURN_FAILED:
+        if d.get("type") == "ApprovalPending":  # (the turn waits for a person's answer: not a failure)
+            return f"  {role} waits: {_short(d.get('error', ''))}"
         return f"  {role} failed: {printable(d.get('type'))}: {_short(d.get('error', ''))}"
     if event.kind == RUN_STOPPED:
         asked = f" of {d['n_round']}" if d.get("n_round") else ""
