@@ -449,3 +449,15 @@ def test_a_deferred_approval_of_an_action_prints_waiting_and_a_reject_cancels_on
     second = approval_team(db).run_sync(2, idea="add two numbers")  # no InvocationCancelled: the turn is cancelled
     assert second.status == "finished"
     assert [m.sent_from for m in second if m.sent_from == "Alice"] == []
+
+
+def test_a_call_whose_references_are_numbers_and_whose_schema_nests_30000_levels_still_reads():
+    store = open_store(":memory:")
+    deep = "[" * 30_000 + "]" * 30_000
+    event = RunEvent("refs", LLM_CALL, {"fingerprint": "f", "messages": [5, ["user"], ["user", "k"]],
+                                         "constraints": {"schema": "deep", "tools": ["x"]}}, 1, "A")
+    event.texts = {"k": "hello", "deep": deep}
+    store.append(event)
+    request = request_of(store, next(store.events("refs", [LLM_CALL])))
+    assert [m["content"] for m in request.messages] == [None, None, "hello"]
+    assert request.settings["schema"] == deep and request.settings["tools"] is None

@@ -282,6 +282,8 @@ def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
         return CallRequest(kind, model, full=False, summary=summary)
     messages = []
     for ref in refs:
+        if not (isinstance(ref, list) and len(ref) >= 2):  # (a damaged reference reads as a lost text)
+            ref = ["", None]
         role, key = ref[0], ref[1]
         message: dict[str, Any] = {"role": role, "content": _joined(key, texts) if key else None}
         if len(ref) > 2 and isinstance(ref[2], dict):
@@ -289,12 +291,12 @@ def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
         messages.append(message)
     settings = dict(data.get("settings") or {})
     for name, key in (data.get("constraints") or {}).items():
-        text = texts.get(key)
+        text = _joined(key, texts)
         if name != "grammar" and text is not None:
             try:
                 settings[name] = json.loads(text)
                 continue
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         settings[name] = text
     return CallRequest(kind, model, messages, settings, True, summary)
