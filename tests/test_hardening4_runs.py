@@ -461,3 +461,21 @@ def test_a_call_whose_references_are_numbers_and_whose_schema_nests_30000_levels
     request = request_of(store, next(store.events("refs", [LLM_CALL])))
     assert [m["content"] for m in request.messages] == [None, None, "hello"]
     assert request.settings["schema"] == deep and request.settings["tools"] is None
+
+
+def test_a_message_row_that_is_text_not_json_leaves_the_studios_list_of_the_other_runs_intact(tmp_path):
+    from rolecast.studio.source import RunSource
+
+    db = tmp_path / "runs.db"
+    two_runs(db)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE events SET data = 'not json {' WHERE run_id = 'bad' AND kind = 'message'")
+    source = RunSource(db)
+    try:
+        rows = {row.run_id: row for row in source.runs()}
+        assert rows["good"].status == "finished" and rows["bad"].status == "damaged"
+        assert len(source.events("good")) == 3
+        with pytest.raises(DamagedRun, match="its event 2 \\(message\\) is not JSON"):
+            source.events("bad")
+    finally:
+        source.close()

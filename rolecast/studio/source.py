@@ -48,7 +48,7 @@ from ..runs import (
 )
 from ..runs.approvals import VERDICTS
 from ..runs.approvals import decide as decide_approval
-from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, upgrade
+from ..runs.events import APPROVAL_DECIDED, APPROVAL_REQUESTED, FORMAT_VERSION, LINEAGE, decode_payload, upgrade
 from ..runs.lease import Holder, gone
 from ..runs.lineage import fork_run
 from ..runs.requests import CallRequest, requests_of
@@ -380,7 +380,10 @@ class RunSource:
         rows = []
         needle = search.strip().lower()
         for run_id in ids:
-            row = self._row(self.summary(run_id))
+            try:
+                row = self._row(self.summary(run_id))
+            except StoreError as exc:  # (a damaged run: listed as such; the others read)
+                row = RunRow(run_id, "damaged", str(exc), [], 0, 0, 0, 0.0, 0.0, 0.0, 0)
             if needle and not any(needle in text.lower() for text in (row.run_id, row.idea, row.team, *row.roles)):
                 continue
             if status and row.status != status:
@@ -497,7 +500,7 @@ class RunSource:
         if self._db is not None:
             rows = self._sql("SELECT seq, ts, kind, round, role, data FROM events WHERE run_id = ? AND seq > ? "
                              "ORDER BY seq LIMIT ?", (run_id, int(after), limit))
-            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, json.loads(data)))
+            out = [EventView(seq, ts, kind, rnd, role, upgrade(kind, decode_payload(run_id, seq, kind, data)))
                    for seq, ts, kind, rnd, role, data in rows]
         else:
             out = []
