@@ -18,7 +18,11 @@ Measures:
   (c) a sequential chain: one role asking the model N times in a row (each call waits for the
       one before), the case where the batched default has nothing to batch: CPU per call for
       store off, batched and ``durability="call"``, and how many transactions each committed;
-  (d) the store's size: the SQLite file per 1,000 model calls of the broadcast run.
+  (d) the store's size: the SQLite file per 1,000 model calls of the broadcast run;
+  (e) a long chat's store: a debate of two roles whose every prompt holds the whole history (1 KB
+      answers), 50 / 100 / 200 / 400 rounds — the SQLite file with long texts kept in chunks (payload
+      format 4, the default) and kept whole (``rolecast.runs.requests.CHUNKED_FROM = None``, as format 3
+      did: every prompt a new text, the store growing with the square of the rounds), interleaved.
 
 Each model call's full request (every message, by reference to the store's texts, and the settings;
 payload format 3) is recorded by default; (a), (c) and (d) also run with it off
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import hashlib
 import json
 import statistics
 import sys
@@ -227,16 +232,69 @@ def size(n_roles: int, n_rounds: int) -> dict[str, float]:
             "summaries_bytes": summaries, "summaries_mib_per_1000_calls": summaries / 2**20 / calls * 1000}
 
 
+class Argue(Action):
+    """One debate turn: the whole history in one prompt (as a debate script writes it), a 1 KB answer."""
+
+    async def run(self, history: list[Message]) -> str:
+        transcript = "\n\n".join(f"{m.sent_from}: {m.content}" for m in history)
+        return await self._aask(f"You are in a debate. The debate so far:\n\n{transcript}\n\nYour turn: "
+                                "answer the last speaker in about a kilobyte.")
+
+
+def _answer(messages: list[dict[str, str]]) -> str:
+    """A 1 KB answer of its own per prompt (lines of about 100 characters, as prose is wrapped)."""
+    seed = hashlib.sha256(messages[-1]["content"].encode()).hexdigest()
+    return "\n".join(f"{seed[i % 48:i % 48 + 16]} " + "an argument that goes on for a while " * 2 for i in range(10))
+
+
+def _debate_size(rounds: int, chunked: bool) -> int:
+    """Bytes of the SQLite store (vacuumed, checkpointed) after a debate of ``rounds`` rounds."""
+    import rolecast.runs.requests as requests
+    from rolecast.runs.store import SQLiteRunStore
+
+    kept = requests.CHUNKED_FROM
+    requests.CHUNKED_FROM = kept if chunked else None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = f"{tmp}/runs.db"
+            team = Team(llm=FunctionLLM(_answer), store=db)
+            team.hire([Role(name="Pro", actions=[Argue()], watch=[UserRequirement, Argue]),
+                       Role(name="Con", actions=[Argue()], watch=[Argue])])
+            team.run_sync(n_round=rounds, idea="Motion: a store should grow linearly.")
+            store = SQLiteRunStore(db)
+            store.vacuum()
+            total = store.size() or 0
+            store.close()
+    finally:
+        requests.CHUNKED_FROM = kept
+    return total
+
+
+def debate(rounds: Sequence[int]) -> dict[str, dict[str, float]]:
+    """(e): the store's MiB after a debate of each length, long texts chunked and whole, interleaved."""
+    result = {}
+    for n in rounds:
+        whole = _debate_size(n, chunked=False)
+        chunked = _debate_size(n, chunked=True)
+        result[str(n)] = {"whole_mib": whole / 2**20, "chunked_mib": chunked / 2**20}
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--debate-only", action="store_true", help="only (e), the long chat's store")
     args = parser.parse_args()
+    if args.debate_only:
+        _print_debate(debate((25, 50) if args.quick else (50, 100, 200, 400)))
+        return
     roles, repeats = (30, 3) if args.quick else (100, 7)
     result = {
         "overhead": overhead(roles, 5, repeats),
         "resume": resume(10, 10 if args.quick else 100),
         "chain": chain(100 if args.quick else 500, repeats),
         "size": size(roles, 5),
+        "debate": debate((25, 50) if args.quick else (50, 100, 200, 400)),
     }
     o, r = result["overhead"], result["resume"]
     print(f"(a) broadcast {o['roles']} roles x {o['rounds']} rounds: store off {o['off_s'] * 1e3:.1f} ms, "
@@ -256,9 +314,16 @@ def main() -> None:
     print(f"(d) store size: {z['bytes'] / 2**20:.2f} MiB for {z['calls']:.0f} model calls = "
           f"{z['mib_per_1000_calls']:.2f} MiB per 1,000 calls "
           f"(summaries only: {z['summaries_mib_per_1000_calls']:.2f})")
+    _print_debate(result["debate"])
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "store.json").write_text(json.dumps(result, indent=1))
+
+
+def _print_debate(sizes: dict[str, dict[str, float]]) -> None:
+    rows = ", ".join(f"{n}: {v['whole_mib']:.2f} -> {v['chunked_mib']:.2f}" for n, v in sizes.items())
+    print(f"(e) a debate, the whole history in each prompt: the store in MiB by rounds, texts kept whole "
+          f"(format 3) -> in chunks (format 4): {rows}")
 
 
 if __name__ == "__main__":

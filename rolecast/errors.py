@@ -13,6 +13,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── NothingToRun            a bare Action was run with no run() of its own, instruction or input
     │   ├── NodeNotFilled           an ActionNode was reviewed or revised before it was filled
     │   ├── ModelRequestsBlocked    a real model was asked while model requests are off (tests)
+    │   ├── ApprovalAnswered        a deferred approval was answered already (the first answer holds)
+    │   ├── UnsafeCommand           a run's recorded command is not a Python script rolecast would record
     │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -23,7 +25,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   │   └── TemplateError       a prompt template could not be rendered
     │   ├── SandboxError            the code sandbox could not run the code
     │   ├── StoreError              the run store could not be written or read
-    │   │   └── RunInUse            the run is being written by another live process (host, pid, since)
+    │   │   ├── RunInUse            the run is being written by another live process (host, pid, since)
+    │   │   └── DamagedRun          a run's log holds an event that cannot be read (not JSON, wrong shape)
     │   ├── ReplayError             a resumed or replayed run met a call its log cannot answer
     │   │   ├── ReplayMismatch      the run asked something else than the log recorded here
     │   │   └── ReplayMissing       a replayed run asked something the log never recorded
@@ -125,6 +128,25 @@ class ModelRequestsBlocked(UsageError):
         )
 
 
+class ApprovalAnswered(UsageError):
+    """A second answer to a deferred approval: the first one holds (``decision``: its verdict, who and when)."""
+
+    def __init__(self, run_id: str, approval_id: str, decision: dict[str, Any]):
+        self.run_id = run_id
+        self.approval_id = approval_id
+        self.decision = decision
+        by = f" by {decision['by']}" if decision.get("by") else ""
+        when = decision.get("at")
+        at = f" at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}" if isinstance(when, (int, float)) else ""
+        super().__init__(f"approval {approval_id!r} of run {run_id!r} was answered already: "
+                         f"{decision.get('verdict', '?')}{by}{at}; an approval is answered once")
+
+
+class UnsafeCommand(UsageError):
+    """A command read from a run store (``rolecast runs rerun``) that rolecast would not have recorded:
+    not a Python script or module run with this Python; it is refused, never run."""
+
+
 class DataError(UsageError):
     """Saved data handed to the framework (a message, a memory, a plan file) is malformed.
 
@@ -222,6 +244,18 @@ class RunInUse(StoreError):
             f"run {run_id!r} is in use by process {pid} on host {host!r} since {when}; wait for it to end "
             "(a holder that died is detected at once on its own host, after the lease times out on another)"
         )
+
+
+class DamagedRun(StoreError):
+    """A run's log holds an event that cannot be read: its payload is not JSON, or not the shape its
+    kind has. The other runs of the store still read; ``seq`` is the damaged event's number."""
+
+    def __init__(self, run_id: str, seq: int, kind: str, problem: str):
+        self.run_id = run_id
+        self.seq = seq
+        self.kind = kind
+        self.problem = problem
+        super().__init__(f"run {run_id!r} is damaged: its event {seq} ({kind}) {problem}")
 
 
 class ReplayError(RunError):
@@ -361,11 +395,13 @@ class ControlFlow(RolecastError):
 
 
 class InvocationCancelled(ControlFlow):
-    """A hook cancelled an action, tool or prompt-function call."""
+    """A hook cancelled an action, tool or prompt-function call (``kind``: which, when a hook cancelled
+    it: a role's turn whose *action* was cancelled ends with no message, and the run goes on)."""
 
-    def __init__(self, name: str, reason: str = ""):
+    def __init__(self, name: str, reason: str = "", *, kind: str = ""):
         self.name = name
         self.reason = reason
+        self.kind = kind
         super().__init__(f"invocation of {name!r} cancelled" + (f": {reason}" if reason else ""))
 
 
@@ -388,10 +424,12 @@ class ApprovalPending(ControlFlow):
 
 __all__ = [
     "ActionFailed",
+    "ApprovalAnswered",
     "ApprovalPending",
     "BudgetExceeded",
     "ConfigError",
     "ControlFlow",
+    "DamagedRun",
     "DataError",
     "DeadlineExceeded",
     "HumanStopped",
@@ -424,6 +462,7 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "ToolError",
+    "UnsafeCommand",
     "UsageError",
     "VectorIndexError",
     "WorkerLost",

@@ -47,7 +47,7 @@ from rolecast.core.config import Config
 from rolecast.core.misuse import reject_unknown_keywords
 from rolecast.core.models import Model
 from rolecast.core.serialization import class_named, without_class_key
-from rolecast.errors import ActionFailed, InvalidChoice, RolecastError, UsageError
+from rolecast.errors import ActionFailed, InvalidChoice, InvocationCancelled, RolecastError, UsageError
 from rolecast.llm import as_llm
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
@@ -510,7 +510,9 @@ class Role(MetaGPTSDK, Inbox, Model):
 
         ``with_message`` puts a user requirement into the inbox first. An action that
         raises ends the turn with :class:`~rolecast.errors.ActionFailed` (its ``__cause__``
-        is the original error); the messages observed this turn stay in memory.
+        is the original error); the messages observed this turn stay in memory. An action a
+        hook cancels (:class:`~rolecast.errors.InvocationCancelled`: a rejected approval) ends
+        the turn with no message, and the run goes on.
         """
         if with_message is not None:
             if isinstance(with_message, Message):
@@ -531,6 +533,14 @@ class Role(MetaGPTSDK, Inbox, Model):
         with self.context.scope(role=self.name):
             try:
                 rsp = await self.react()
+            except InvocationCancelled as exc:
+                if exc.kind != "action":
+                    logger.error("{}: {}", self._setting, exc)
+                    self._requeue_news()
+                    raise
+                # a hook (a rejected approval) cancelled an action: this turn ends with no message
+                logger.warning("{}: {}; its turn is cancelled, the run goes on", self._setting, exc)
+                rsp = None
             except RolecastError as exc:
                 logger.error("{}: {}", self._setting, exc)
                 self._requeue_news()

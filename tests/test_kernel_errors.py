@@ -23,6 +23,8 @@ ARGS = {
     "RunInUse": ("run-1",),
     "ApprovalPending": ("run-1", "Coder-1"),
     "ModelRequestsBlocked": ("OpenAILLM(model='gpt-4o')",),
+    "ApprovalAnswered": ("run-1", "Coder-1", {"verdict": "approve", "by": "x", "at": 0.0}),
+    "DamagedRun": ("run-1", 3, "message", "is not JSON"),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},

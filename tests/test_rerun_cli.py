@@ -159,7 +159,7 @@ def test_edit_the_reviewer_prompt_and_rerun_pays_only_for_the_reviewer(tmp_path,
     assert f"command: {shlex.join(['python', str(script)])}  (in {work})" in capsys.readouterr().out
 
     write_script(work, review="review strictly")  # the edit
-    done = cli(db, "rerun", parent, "--run-id", "v2")  # (from another directory: the script's is recorded)
+    done = cli(db, "rerun", parent, "--run-id", "v2", "--yes")  # (from another directory: the script's is recorded)
     assert done.returncode == 0, done.stderr
     child = record(work, "v2")
     assert child["calls"] == ["review strictly"]  # 0 coder and 0 tester calls reached the model
@@ -186,7 +186,7 @@ def test_edit_the_reviewer_prompt_and_rerun_pays_only_for_the_reviewer(tmp_path,
     assert child["history"] == fresh["history"]
 
     # once more under the same id: a resume of the rerun, nothing asked again
-    again = cli(db, "rerun", parent, "--run-id", "v2")
+    again = cli(db, "rerun", parent, "--run-id", "v2", "--yes")
     assert again.returncode == 0, again.stderr
     assert record(work, "v2")["calls"] == [] and record(work, "v2")["history"] == child["history"]
 
@@ -202,7 +202,7 @@ def test_only_the_first_team_of_a_rerun_script_reuses(tmp_path):
     store.close()
 
     write_script(tmp_path, review="review strictly")
-    done = cli(db, "rerun", parent)  # a fresh run id
+    done = cli(db, "rerun", parent, "--yes")  # a fresh run id
     assert done.returncode == 0, done.stderr
     new = SUMMARY.fullmatch(done.stdout.strip().splitlines()[-1])
     assert new is not None and new.group(3, 4) == ("1", "2")

@@ -121,7 +121,7 @@ class Hooks:
         for hook in before:
             await _call(hook, inv)
             if inv.cancel_reason is not None:
-                raise InvocationCancelled(name, inv.cancel_reason)
+                raise InvocationCancelled(name, inv.cancel_reason, kind=kind)
             if inv.skipped:
                 return inv.result
         while True:
@@ -130,7 +130,7 @@ class Hooks:
             for hook in after:
                 await _call(hook, inv)
                 if inv.cancel_reason is not None:
-                    raise InvocationCancelled(name, inv.cancel_reason)
+                    raise InvocationCancelled(name, inv.cancel_reason, kind=kind)
             if inv.repeat_requested and inv.attempt < self.max_repeats:
                 inv.attempt += 1
                 continue

@@ -226,10 +226,15 @@ class RunConsole:
 
     def _on_turn_failed(self, event: RunEvent) -> None:
         stats = self.stats(event.role)
-        stats.failures += 1
-        stats.state = "failed"
         error = event.data.get("error") or "?"
         kind = event.data.get("type") or "error"
+        if kind == "ApprovalPending":  # (not a failure: the turn waits for a person's answer)
+            stats.state = "waiting for approval"
+            self._line(f"⏸ {stats.label} waits: {error} — answer with rolecast runs approve|reject|edit",
+                       style="bold yellow")
+            return
+        stats.failures += 1
+        stats.state = "failed"
         self._line(f"✗ {stats.label} failed: {kind}: {error}", style="bold red")
 
     def _on_state_invalid(self, event: RunEvent) -> None:

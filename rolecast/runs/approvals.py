@@ -16,10 +16,12 @@ and again by the tool when the run applies it.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ApprovalAnswered, UsageError
 from .base import RunStore
 from .events import APPROVAL_DECIDED, APPROVAL_REQUESTED, RunEvent
 
@@ -29,6 +31,41 @@ VERDICTS = ("approve", "reject", "edit")
 EXIT_WAITING = 3
 #: how deep a schema or a value may nest before it is refused (the checker is recursive)
 MAX_DEPTH = 32
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` (decoded JSON) nests deeper than ``limit`` levels; iterative, so a value nested
+    100,000 levels is measured, not a RecursionError."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def json_arguments(text: str, what: str = "--args") -> dict[str, Any]:
+    """An edit's arguments from JSON text: an object nested at most :data:`MAX_DEPTH` levels; else a
+    :class:`UsageError` (text nested 30,000 levels is one too, before the decoder recurses)."""
+    brackets = 0
+    deepest = 0
+    for char in re.sub(r'"(?:[^"\\]|\\.)*"', "", text):  # (strings out: a bracket in one does not count)
+        if char in "[{":
+            brackets += 1
+            deepest = max(deepest, brackets)
+        elif char in "]}":
+            brackets -= 1
+    if deepest > MAX_DEPTH:
+        raise UsageError(f"{what} nests {deepest} levels deep: at most {MAX_DEPTH}")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} is a JSON object of the call's arguments, such as '{{\"x\": 1}}'")
+    return value
 
 
 def approvals(store: RunStore, run_id: str) -> list[dict[str, Any]]:
@@ -54,6 +91,9 @@ def decide(
 ) -> dict[str, Any]:
     """Answer approval ``approval_id`` of run ``run_id`` (None: its only pending one); the decision.
 
+    An approval is answered once: a second answer — even one racing the first from another process —
+    is :class:`~rolecast.errors.ApprovalAnswered`, naming the first (the check and the write are one
+    transaction: :meth:`RunStore.append_checked <rolecast.runs.base.RunStore.append_checked>`).
     ``verdict`` is ``approve``, ``reject`` (with a ``reason``) or ``edit`` (with ``arguments``, checked
     against the tool's schema). A :class:`~rolecast.errors.UsageError` says what is wrong: no such
     run or approval, one answered already, an edit the schema refuses."""
@@ -73,12 +113,13 @@ def decide(
         ids = ", ".join(a["id"] for a in waiting) or "none"
         raise UsageError(f"run {run_id!r} asked no approval {approval_id!r} (pending: {ids})")
     if found["decision"] is not None:
-        raise UsageError(f"approval {approval_id!r} of run {run_id!r} was answered already "
-                         f"({found['decision']['verdict']})")
+        raise ApprovalAnswered(run_id, approval_id, found["decision"])
     decision: dict[str, Any] = {"id": approval_id, "verdict": verdict, "by": by, "at": time.time()}
     if verdict == "edit":
         if not isinstance(arguments, dict):
             raise UsageError("an edit gives the call's new arguments as a JSON object, such as {\"x\": 1}")
+        if too_deep(arguments):
+            raise UsageError(f"the edited arguments nest deeper than {MAX_DEPTH} levels")
         problems = schema_problems(arguments, found.get("schema") or {})
         if problems:
             raise UsageError(f"the edited arguments do not fit {found.get('name')!r}'s schema: " + "; ".join(problems))
@@ -87,8 +128,18 @@ def decide(
         raise UsageError(f"{verdict} takes no arguments (edit does)")
     if verdict == "reject":
         decision["reason"] = reason
-    store.append(RunEvent(run_id, APPROVAL_DECIDED, decision, found.get("round", 0), found.get("role", "")))
+    answer = RunEvent(run_id, APPROVAL_DECIDED, decision, found.get("round", 0), found.get("role", ""))
+    store.append_checked(answer, [APPROVAL_DECIDED], lambda decided: _unanswered(run_id, approval_id, decided))
     return decision
+
+
+def _unanswered(run_id: str, approval_id: str, decided: list[RunEvent]) -> None:
+    """Raise :class:`ApprovalAnswered` when ``decided`` (the run's decisions, read in the transaction that
+    writes the new one) answers ``approval_id`` already: between the first read and the write, another
+    process may have answered it."""
+    for event in decided:
+        if event.data.get("id") == approval_id:
+            raise ApprovalAnswered(run_id, approval_id, event.data)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -137,4 +188,7 @@ def schema_problems(value: Any, schema: dict[str, Any], path: str = "arguments",
     return problems
 
 
-__all__ = ["EXIT_WAITING", "VERDICTS", "approvals", "decide", "pending_approvals", "schema_problems"]
+__all__ = [
+    "EXIT_WAITING", "VERDICTS", "approvals", "decide", "json_arguments", "pending_approvals", "schema_problems",
+    "too_deep",
+]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunInUse, UsageError
+from ..errors import DamagedRun, RunInUse, UsageError
 from .events import FORMAT_VERSION, LINEAGE, RUN_STARTED, RUN_STOPPED, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 
@@ -39,6 +39,9 @@ class RunInfo:
     relation: str = ""
     parent: str = ""
     at: int | None = None
+    #: what is wrong with the run's log, when an event of it cannot be read (:class:`DamagedRun`); the
+    #: counts above are the store's, the rest of the fields empty
+    damaged: str = ""
 
     @property
     def origin(self) -> str:
@@ -93,6 +96,16 @@ class RunStore(ABC):
         caller must still make). True when done; False (the default) when this store cannot: the
         caller then ``extend``s them and waits. The SQLite store does it with its journal."""
         return False
+
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        """Append ``event`` if ``check`` accepts its run's events of ``kinds`` (it raises to refuse), with
+        no other write to the run between the read and the append: two processes answering one approval
+        cannot both pass. The SQLite, PostgreSQL and memory stores do it in one transaction (or under one
+        lock); this default reads, then appends, and is atomic only for a store one thread writes."""
+        check(list(self.events(event.run_id, kinds)))
+        return self.append(event)
 
     def flush(self) -> None:
         """Make every write visible to other readers now (the default: they are already)."""
@@ -203,20 +216,28 @@ class RunStore(ABC):
 
 def run_infos(store: RunStore, rows: Iterable[tuple[Any, ...]]) -> list[RunInfo]:
     """:class:`RunInfo` rows from ``(run_id, started, events, messages, calls, last_round)`` totals
-    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log."""
+    (what every store's ``runs()`` query gives), with the team, idea and stop reason from the log; a
+    fork's start is when it was made (its lineage event), not its parent's. Newest first."""
     infos = []
     for run_id, started, count, messages, calls, last_round in rows:
-        first = next(store.events(run_id, [RUN_STARTED]), None)
-        stops = list(store.events(run_id, [RUN_STOPPED]))
-        lineage = next(store.events(run_id, [LINEAGE]), None)
-        origin = lineage.data if lineage is not None else {}
-        infos.append(RunInfo(
-            run_id, started, count, messages or 0, calls or 0, last_round or 0,
-            stops[-1].data.get("reason") if stops else None,
-            team=first.data.get("team", "") if first else "",
-            idea=first.data.get("idea", "") if first else "",
-            relation=origin.get("relation", ""), parent=origin.get("parent", ""), at=origin.get("at"),
-        ))
+        try:
+            first = next(store.events(run_id, [RUN_STARTED]), None)
+            stops = list(store.events(run_id, [RUN_STOPPED]))
+            lineage = next(store.events(run_id, [LINEAGE]), None)
+            origin = lineage.data if lineage is not None else {}
+            if lineage is not None and origin.get("relation") == "fork":
+                started = lineage.ts  # (a fork's first events are its parent's, with their times: it began here)
+            infos.append(RunInfo(
+                run_id, started, count, messages or 0, calls or 0, last_round or 0,
+                stops[-1].data.get("reason") if stops else None,
+                team=first.data.get("team", "") if first else "",
+                idea=first.data.get("idea", "") if first else "",
+                relation=origin.get("relation", ""), parent=origin.get("parent", ""), at=origin.get("at"),
+            ))
+        except DamagedRun as exc:  # (one damaged run is listed as such; the others read)
+            infos.append(RunInfo(run_id, started, count, messages or 0, calls or 0, last_round or 0, None,
+                                 damaged=str(exc)))
+    infos.sort(key=lambda info: info.started, reverse=True)  # (newest first, a fork by when it was made)
     return infos
 
 

@@ -7,9 +7,12 @@
     rolecast runs export RUN                  the run's events as JSON lines
     rolecast runs fork RUN --at ROUND [--run-id NEW]
                                               a new run whose rounds 1 … ROUND are RUN's
-    rolecast runs rerun RUN [--run-id NEW] [-- CMD ARGS…]
+    rolecast runs rerun RUN [--run-id NEW] [--yes] [-- CMD ARGS…]
                                               run RUN's script again (or CMD), reusing RUN's answers
-                                              to the calls that did not change (rolecast.runs.rerun)
+                                              to the calls that did not change (rolecast.runs.rerun);
+                                              the recorded command is shown and runs once confirmed
+    rolecast runs continue RUN [--yes]        let RUN (a fork, a run that stopped or waits) go on: its recorded
+                                              command runs again as RUN (shown, run once confirmed)
     rolecast runs approvals RUN               the run's deferred approvals, answered or pending
     rolecast runs approve RUN [ID]            answer a deferred approval: run the call as asked
     rolecast runs reject RUN ID --why TEXT    … do not run it (the agent is told why)
@@ -32,14 +35,15 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
+from ..observe.printable import printable
 from . import inspection
-from .approvals import approvals, decide
+from .approvals import approvals, decide, json_arguments
 from .lineage import fork_run
-from .rerun import rerun
+from .rerun import go_on, rerun
 from .store import DEFAULT_STORE_PATH, open_store
 
 #: the commands that only read: they open the store read-only (a store on read-only media works)
-READERS = frozenset({"list", "show", "graph", "export", "approvals", "rerun"})  # (a rerun's child writes)
+READERS = frozenset({"list", "show", "graph", "export", "approvals", "rerun", "continue"})  # (their child writes)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -72,6 +76,7 @@ def add_parser(sub: Any) -> None:
         "list": "list the runs", "show": "a run's timeline", "graph": "the message flow of a run",
         "export": "a run's events as JSON lines", "fork": "a new run whose first rounds are another's",
         "rerun": "run a run's script again, paying only for the calls that changed",
+        "continue": "let a run (a fork) go on: run its recorded command again as that run",
         "approvals": "a run's deferred approvals", "approve": "approve a deferred call",
         "reject": "reject a deferred call", "edit": "run a deferred call with other arguments",
         "delete": "delete a run", "prune": "delete old runs and give the space back",
@@ -93,10 +98,15 @@ def add_parser(sub: Any) -> None:
             cmd.add_argument("--run-id", dest="new_run_id", help="the fork's run id (default: a fresh one)")
         elif name == "rerun":
             cmd.add_argument("--run-id", dest="new_run_id", help="the rerun's run id (default: a fresh one)")
+            cmd.add_argument("--yes", "-y", action="store_true",
+                             help="run the recorded command without asking (it is shown first; read it)")
             # (what follows `--` on the command line: split off by split_command, argparse never sees it)
             cmd.set_defaults(command_line=[])
             cmd.epilog = ("-- CMD ARGS...: the command to run instead of the one RUN recorded (a run started "
                           "from a notebook or pytest records none); a .py file runs under this Python")
+        elif name == "continue":
+            cmd.add_argument("--yes", "-y", action="store_true",
+                             help="run the recorded command without asking (it is shown first; read it)")
         elif name == "approve":
             cmd.add_argument("approval_id", nargs="?", help="which approval (default: the only pending one)")
         elif name in ("reject", "edit"):
@@ -135,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
         elif command == "fork":
             new = fork_run(store, args.run_id, args.at, args.new_run_id)
             print(new)
-            print(f"run {new} is a fork of {args.run_id} at round {args.at}: run your script with "
-                  f"Team(run_id={new!r}) to go on from there", file=sys.stderr)
+            print(f"run {new} is a fork of {args.run_id} at round {args.at}: 'rolecast runs continue {new}' runs "
+                  f"its recorded command to go on from there (or run your script with Team(run_id={new!r}))",
+                  file=sys.stderr)
         elif command == "rerun":
-            done = rerun(store, where, args.run_id, args.new_run_id, args.command_line)
+            done = rerun(store, where, args.run_id, args.new_run_id, args.command_line,
+                         confirm=confirmation(args.yes))
             if done.stopped is None:
                 print(f"rolecast: the command made no run {done.run_id}: no team in it took the rerun of "
                       f"{args.run_id} (the first Team of the parent's class, built with no run_id, reuse or fork "
@@ -146,15 +158,19 @@ def run(args: argparse.Namespace) -> int:
                 return done.status or 1
             print(done.summary())
             return done.status
+        elif command == "continue":
+            done = go_on(store, where, args.run_id, confirm=confirmation(args.yes))
+            print(done.summary())
+            return done.status
         elif command == "approvals":
             print(_approvals_text(store, args.run_id))
         elif command in ("approve", "reject", "edit"):
             verdict = command
-            arguments = _json_object(args.arguments) if command == "edit" else None
+            arguments = json_arguments(args.arguments) if command == "edit" else None
             decision = decide(store, args.run_id, args.approval_id, verdict, arguments=arguments,
                               reason=getattr(args, "why", ""), by=f"rolecast runs {command}")
-            print(f"approval {decision['id']} of run {args.run_id}: {verdict}; run the script again with "
-                  f"run_id={args.run_id!r} to go on")
+            print(f"approval {printable(decision['id'])} of run {printable(args.run_id)}: {verdict}; run the "
+                  f"script again with run_id={printable(repr(args.run_id))} to go on")
         elif command == "delete":
             count = store.delete(args.run_id)
             if not count:
@@ -172,18 +188,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def confirmation(yes: bool) -> Any:
+    """What confirms a recorded command: ``--yes``; else the person at the terminal, asked (no terminal:
+    nobody, and the command is refused with a message that shows it)."""
+    if yes:
+        return True
+
+    def ask(shown: str) -> bool:
+        if not sys.stdin.isatty():
+            return False
+        print(f"the run recorded this command: {shown}", file=sys.stderr)
+        try:
+            answer = input("run it? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def _mib(size: int | None) -> str:
     return "?" if size is None else f"{size / 2**20:.2f} MiB"
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--args is not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise UsageError("--args is a JSON object of the call's arguments, such as '{\"x\": 1}'")
-    return value
 
 
 def _approvals_text(store: Any, run_id: str) -> str:
@@ -191,12 +216,14 @@ def _approvals_text(store: Any, run_id: str) -> str:
     if not found:
         return f"run {run_id} asked no approval"
     lines = []
-    for a in found:
+    for a in found:  # (every field is the store's: escaped, as runs show escapes it)
         decision = a["decision"]
-        state = "pending" if decision is None else decision["verdict"]
-        lines.append(f"{a['id']:<16} {state:<8} {a.get('role', '')}: {a.get('kind', '')} {a.get('name', '')} "
-                     f"{json.dumps(a.get('arguments', {}), ensure_ascii=False)}")
+        state = "pending" if decision is None else str(decision.get("verdict", "?"))
+        arguments = json.dumps(a.get("arguments", {}), ensure_ascii=False, default=str)
+        lines.append(" ".join((f"{printable(a['id']):<16}", f"{printable(state):<8}",
+                               f"{printable(a.get('role', ''))}: {printable(a.get('kind', ''))}",
+                               printable(a.get("name", "")), printable(arguments))))
     return "\n".join(lines)
 
 
-__all__ = ["add_parser", "duration", "run", "split_command"]
+__all__ = ["add_parser", "confirmation", "duration", "run", "split_command"]

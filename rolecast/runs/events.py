@@ -36,22 +36,29 @@ them through :func:`payload`, which also brings a payload of an older format up 
 store of a newer format than this version knows is refused, never misread.
 
 Formats: 1 — before issue 23 (no ``format`` field; no lineage, approval or ``reused`` data);
-2 — issue 23; 3 — this one: an ``llm_call`` holds its full request (every message as sent, by
-reference to the store's texts, and the settings), and the store a table of texts. Every older
-payload reads as format 3 (the new fields are optional: a call logged without them has only its
-summary, :attr:`CallRequest.full <rolecast.runs.requests.CallRequest.full>` False).
+2 — issue 23; 3 — an ``llm_call`` holds its full request (every message as sent, by
+reference to the store's texts, and the settings), and the store a table of texts; 4 — this one: a
+long text is kept in chunks, and a message's reference may be the list of its chunks' keys
+(:func:`rolecast.runs.requests.chunks`), so that a prompt holding a whole conversation adds only
+what is new to the store. Every older payload reads as format 4 (the new fields are optional: a
+call logged without them has only its summary,
+:attr:`CallRequest.full <rolecast.runs.requests.CallRequest.full>` False).
 """
 
 from __future__ import annotations
 
 import json
 import time
+import types
+import typing
 from typing import Any, TypedDict, cast
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from ..errors import DamagedRun
+
 #: the payload format this version writes (see the module docstring)
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
@@ -184,6 +191,7 @@ class LLMCallData(TypedDict, total=False):
     #: the request's summary (:class:`RequestSummary`)
     request: dict[str, Any]
     #: (format 3) every message as sent, in order: ``[role, text key]``, or ``[role, text key, extras]``
+    #: (format 4: the key of a long text is the list of its chunks' keys, joined in order)
     #: where the message had more (``tool_calls``, ``tool_call_id``, ``name``; ``content`` when it was
     #: not text, the key then None). The texts are the store's, read with
     #: :func:`rolecast.runs.requests.request_of`
@@ -282,6 +290,71 @@ PAYLOADS: dict[str, type] = {
 }
 
 
+#: the fields a reader cannot do without, per kind (the others are optional)
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "approval_requested": ("id",), "approval_decided": ("id", "verdict"),
+    "lineage": ("relation", "parent"),
+}
+_shapes: dict[str, dict[str, tuple[type, ...]]] = {}
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The Python types JSON decodes to that fit a payload field's annotation (``object``: anything)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _json_types(arg))
+    if hint is type(None):
+        return (type(None),)
+    if hint is float:
+        return (int, float)
+    if hint in (str, int, bool):
+        return (hint,)
+    if origin in (list, dict):
+        return (origin,)
+    if typing.is_typeddict(hint):
+        return (dict,)
+    return (object,)
+
+
+def _shape(kind: str) -> dict[str, tuple[type, ...]]:
+    found = _shapes.get(kind)
+    if found is None:
+        hints = typing.get_type_hints(PAYLOADS[kind]) if kind in PAYLOADS else {}
+        found = _shapes[kind] = {name: types_ for name, hint in hints.items()
+                                 if object not in (types_ := _json_types(hint))}
+    return found
+
+
+def check_payload(run_id: str, seq: int, kind: str, data: Any) -> dict[str, Any]:
+    """``data`` when it has its kind's shape (a JSON object; each field of its TypedDict that is there of
+    the field's JSON type; the fields in :data:`REQUIRED` there); else :class:`~rolecast.errors.DamagedRun`.
+    Fields a newer version added (not in the TypedDict) pass; so does a kind this version does not know."""
+    if not isinstance(data, dict):
+        raise DamagedRun(run_id, seq, kind, f"holds a JSON {type(data).__name__}, not an object")
+    shape = _shape(kind)
+    for name, value in data.items():
+        wanted = shape.get(name)
+        if wanted is not None and not isinstance(value, wanted):
+            raise DamagedRun(run_id, seq, kind, f"has a {type(value).__name__} as {name!r}, not "
+                                                f"{' or '.join(sorted(t.__name__ for t in wanted))}")
+    for name in REQUIRED.get(kind, ()):
+        if name not in data:
+            raise DamagedRun(run_id, seq, kind, f"has no {name!r}")
+    return data
+
+
+def decode_payload(run_id: str, seq: int, kind: str, text: str | bytes) -> dict[str, Any]:
+    """A stored payload's JSON text, decoded and checked (:func:`check_payload`); text that is not JSON
+    (or nests past what the decoder can) is :class:`~rolecast.errors.DamagedRun`, never a raw
+    ``JSONDecodeError`` or ``RecursionError``."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        problem = "nests too deep" if isinstance(exc, RecursionError) else f"is not JSON ({exc})"
+        raise DamagedRun(run_id, seq, kind, problem) from None
+    return check_payload(run_id, seq, kind, data)
+
+
 def upgrade(kind: str, data: dict[str, Any], version: int = 1) -> dict[str, Any]:
     """``data`` of format ``version`` as this version's format (a new dict only where it changes).
 
@@ -317,7 +390,7 @@ def run_stopped(event: RunEvent) -> RunStoppedData:
 
 def message(event: RunEvent) -> dict[str, Any]:
     """A ``message`` event's message (its JSON)."""
-    return cast(MessageData, payload(event))["message"]
+    return cast(MessageData, payload(event)).get("message") or {}
 
 
 def lineage(event: RunEvent) -> LineageData:
@@ -369,7 +442,8 @@ class RunEvent:
     def data(self) -> dict[str, Any]:
         data = self._data
         if data is None:
-            data = self._data = json.loads(self._text) if self._text is not None else {}
+            text = self._text
+            data = self._data = decode_payload(self.run_id, self.seq, self.kind, text) if text is not None else {}
         return data
 
     @data.setter
@@ -474,7 +548,9 @@ __all__ = [
     "TurnFinishedData",
     "TurnStartedData",
     "UsageData",
+    "check_payload",
     "command_argv",
+    "decode_payload",
     "encode_data",
     "lineage",
     "llm_call",

@@ -35,4 +35,22 @@ def check_run_id(run_id: Any) -> str:
     )
 
 
-__all__ = ["RUN_ID_PATTERN", "check_run_id"]
+#: the largest event number a store holds (SQLite's and PostgreSQL's signed 64-bit integer)
+MAX_SEQ = 2**63 - 1
+
+
+def parse_seq(value: Any, what: str = "after") -> int:
+    """An event number (``?after=``, ``Last-Event-ID``, a checkpoint's seq) from text or an int: a whole
+    number from 0 to :data:`MAX_SEQ`; anything else — ``99999999999999999999999``, ``-1``, ``1e3``,
+    60 digits of text — a :class:`UsageError`, never an ``OverflowError`` from the database."""
+    text = str(value).strip() if not isinstance(value, int) or isinstance(value, bool) else None
+    if text is not None and not (text.isascii() and text.isdigit() and len(text) <= 19):
+        shown = ascii(text) if len(text) <= 40 else ascii(text[:39]) + "…"
+        raise UsageError(f"{what} is an event's number, a whole number from 0 to {MAX_SEQ}: not {shown}")
+    number = int(text) if text is not None else int(value)
+    if not 0 <= number <= MAX_SEQ:
+        raise UsageError(f"{what} is an event's number, a whole number from 0 to {MAX_SEQ}: not {number}")
+    return number
+
+
+__all__ = ["MAX_SEQ", "RUN_ID_PATTERN", "check_run_id", "parse_seq"]

@@ -73,8 +73,10 @@ def list_runs(store: RunStore) -> str:
     for r in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started))
         origin = f"  ({printable(r.origin)})" if r.origin else ""
+        stop = "damaged" if r.damaged else printable(r.stop_reason or "running?")
+        idea = printable(r.damaged) if r.damaged else _short(r.idea, 40)
         lines.append(f"{printable(r.run_id):<26} {started:<19} {r.last_round:>6} {r.messages:>8} {r.llm_calls:>6}  "
-                     f"{(r.stop_reason or 'running?'):<9} {_short(r.idea, 40)}{origin}")
+                     f"{stop:<9} {idea}{origin}")
     return "\n".join(lines)
 
 
@@ -107,7 +109,7 @@ def _describe(event: RunEvent) -> str | None:
     if event.kind == ROUND_STARTED:
         return f"round {event.round}"
     if event.kind == MESSAGE:
-        m = d["message"]
+        m = d.get("message") or {}
         to = printable(", ".join(m.get("send_to") or [ALL]))
         action = printable(str(m.get("cause_by", "")).rsplit(".", 1)[-1])
         return f"  {printable(m.get('sent_from') or '?')} → {to} [{action}]: {_short(m.get('content', ''))}"
@@ -130,6 +132,8 @@ def _describe(event: RunEvent) -> str | None:
         return (f"  {role}: the answer to \"choose the next action\" was {_short(d.get('raw', ''), 200)!r}, "
                 f"not a number from -1 to {n - 1}: its turn ended")
     if event.kind == TURN_FAILED:
+        if d.get("type") == "ApprovalPending":  # (the turn waits for a person's answer: not a failure)
+            return f"  {role} waits: {_short(d.get('error', ''))}"
         return f"  {role} failed: {printable(d.get('type'))}: {_short(d.get('error', ''))}"
     if event.kind == RUN_STOPPED:
         asked = f" of {d['n_round']}" if d.get("n_round") else ""
@@ -217,7 +221,7 @@ def _flow(events: list[RunEvent]) -> tuple[list[str], list[tuple[int, str, str, 
     for e in events:
         if e.kind != MESSAGE:
             continue
-        m = e.data["message"]
+        m = e.data.get("message") or {}
         sender = m.get("sent_from") or "user"
         if sender not in participants:
             participants.insert(0, sender)

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from ..errors import StoreError
-from .events import TEXTS, encode_data
+from ..errors import DamagedRun, StoreError
+from .events import TEXTS, decode_payload, encode_data
 
 if TYPE_CHECKING:
     from .events import RunEvent
@@ -274,8 +274,24 @@ def read(fd: int, offset: int, name: str) -> list[Line]:
             logger.warning("run store journal {}: the line at byte {} is not a whole event ({}); it and the "
                            "rest are left out", name, at, exc)
             break
+        problem = _payload_problem(run_id, kind, text)
+        if problem:  # a whole line whose payload cannot be read: it alone is left out, never written
+            logger.warning("run store journal {}: the line at byte {} is left out: {}", name, at, problem)
+            continue
         events.append((run_id, kind, rnd, role, ts, text))
     return events
+
+
+def _payload_problem(run_id: str, kind: str, text: str) -> str:
+    """What is wrong with a journal line's payload ('' when nothing): an event's must read as its kind's
+    (:func:`~rolecast.runs.events.decode_payload`), a texts line's is an object of strings."""
+    try:
+        data = decode_payload(run_id, 0, kind, text)
+    except DamagedRun as exc:
+        return str(exc)
+    if kind == TEXTS and not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        return f"run {run_id!r}: a texts line holds something else than texts"
+    return ""
 
 
 __all__ = [

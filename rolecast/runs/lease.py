@@ -7,7 +7,9 @@ seconds. Another process opening the same run meets the row and gets
 :class:`~rolecast.errors.RunInUse`, unless the holder is gone:
 
 * on the same host, at once: the pid is not alive, or is alive but started at another time (the
-  pid was reused), so a resume right after ``kill -9`` does not wait;
+  pid was reused), so a resume right after ``kill -9`` does not wait; or it is this very process,
+  which gave the lease up but could not delete its row (the store's server was unreachable): a
+  retry in the same process takes its own lease back;
 * on another host, when its heartbeat is older than the lease's time to live.
 
 Each backend stores the row (SQLite: table ``leases``; PostgreSQL: ``rolecast_leases``); the
@@ -36,6 +38,9 @@ LEASE_TTL = 60.0
 HEARTBEAT = 10.0
 
 HOST = socket.gethostname()
+#: the tokens of leases this process gave up but could not delete from the store (its connection was
+#: lost): the row still names this process, yet nothing here holds it, so this process may take it again
+_abandoned: set[str] = set()
 
 
 def process_started(pid: int) -> float | None:
@@ -84,6 +89,8 @@ def gone(holder: Holder, *, now: float | None = None, ttl: float = LEASE_TTL) ->
     """Whether ``holder`` no longer holds its lease: on this host, its process is dead; on another,
     its heartbeat is older than ``ttl``."""
     if holder.host == HOST:
+        if holder.pid == os.getpid() and holder.token in _abandoned:
+            return True  # this process's own lease, given up while the store could not be reached
         return not alive(holder.pid, holder.started)
     return (time.time() if now is None else now) - holder.heartbeat > ttl
 
@@ -130,6 +137,8 @@ class Lease:
         try:
             self.store.release(self.run_id, self.holder)
         except Exception as exc:  # (a closed store: the next opener finds this process gone anyway)
+            # a lost connection leaves the row naming this live process: it may take the run again itself
+            _abandoned.add(self.holder.token)
             logger.debug("run {}: could not release its lease: {}", self.run_id, exc)
 
 

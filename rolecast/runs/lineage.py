@@ -104,6 +104,10 @@ def fork_run(store: RunStore, parent: str, at: int, run_id: str | None = None) -
                     continue  # the parent's later starts were resumes: the fork has one start
                 started = True
             copied.append(RunEvent(run_id, event.kind, None, event.round, event.role, 0, event.ts, text=event.text))
+        # the fork waits to go on (rolecast runs continue, or the script with its run id): its log says so, so
+        # that once it has gone on and stopped, its starts and stops pair up (a reader sees it finished)
+        copied.append(RunEvent(run_id, RUN_STOPPED, {"reason": f"waiting: fork of {parent} at round {at}",
+                                                     "rounds": at}, at))
         store.extend(copied)
     finally:
         lease.release()

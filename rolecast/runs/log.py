@@ -257,8 +257,8 @@ class RunLog:
                 continue
             if event.kind == APPROVAL_REQUESTED:
                 self.approvals_asked[event.data["id"]] = event.data
-            elif event.kind == APPROVAL_DECIDED:
-                self.approvals_decided[event.data["id"]] = event.data
+            elif event.kind == APPROVAL_DECIDED:  # (the first answer holds, as every reader shows it)
+                self.approvals_decided.setdefault(event.data["id"], event.data)
             if event.seq <= after_seq:
                 continue  # before a checkpoint the team was restored from
             self.recorded_events += 1
@@ -270,7 +270,7 @@ class RunLog:
                     reused="reused" in data, full=_full_fields(data),
                 ))
             elif event.kind == MESSAGE:
-                message = event.data["message"]
+                message = event.data.get("message") or {}
                 self._messages[message.get("sent_from", "")].append(message)
             elif event.kind == RUN_STARTED and not self.recorded_idea:
                 self.recorded_idea = str(event.data.get("idea") or "")

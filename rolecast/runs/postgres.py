@@ -14,12 +14,14 @@ runtime can ship it to its workers, which reconnect.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+from loguru import logger
 
 from ..errors import ConfigError, RunInUse, StoreError
 from .base import RunInfo, RunStore, run_infos
-from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent
+from .events import FORMAT_VERSION, LLM_CALL, MESSAGE, RunEvent, check_payload
 from .lease import LEASE_TTL, Holder, gone
 from .requests import new_texts
 
@@ -57,9 +59,13 @@ CREATE TABLE IF NOT EXISTS rolecast_texts (
 # the texts no model call refers to any more (see rolecast.runs.requests and the SQLite store's
 # _ORPHANS): the keys in use gathered once, then an anti-join (not a scan of the events per text)
 _ORPHANS = """
-WITH used AS (
-    SELECT m ->> 1 AS key FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
-    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array'
+WITH calls AS (
+    SELECT m -> 1 AS ref FROM rolecast_events AS e, jsonb_array_elements(e.data -> 'messages') AS m
+    WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'messages') = 'array' AND jsonb_typeof(m) = 'array'
+), used AS (
+    SELECT ref #>> '{}' AS key FROM calls WHERE jsonb_typeof(ref) = 'string'
+    UNION
+    SELECT p FROM calls, jsonb_array_elements_text(ref) AS p WHERE jsonb_typeof(ref) = 'array'
     UNION
     SELECT c.value FROM rolecast_events AS e, jsonb_each_text(e.data -> 'constraints') AS c
     WHERE e.kind = 'llm_call' AND jsonb_typeof(e.data -> 'constraints') = 'object'
@@ -89,12 +95,14 @@ class PostgresRunStore(RunStore):
         self.read_only = read_only
         self._psycopg = psycopg
         self._lock = threading.Lock()
+        self._closed = False
+        # a reader's session is read-only on the server's side: a write fails there, whatever the code
+        # path, and a database user with SELECT rights alone can list and show runs
+        self._connect_args: dict[str, Any] = {
+            "autocommit": True, "connect_timeout": int(max(1, connect_timeout)),
+            "options": "-c default_transaction_read_only=on" if read_only else ""}
         try:
-            # a reader's session is read-only on the server's side: a write fails there, whatever the code
-            # path, and a database user with SELECT rights alone can list and show runs
-            options = "-c default_transaction_read_only=on" if read_only else ""
-            self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=int(max(1, connect_timeout)),
-                                       options=options)
+            self._db = psycopg.connect(dsn, **self._connect_args)
             if read_only:
                 if self._db.execute("SELECT to_regclass('rolecast_events')").fetchone() in (None, (None,)):
                     self._db.close()
@@ -109,6 +117,26 @@ class PostgresRunStore(RunStore):
                 self.format = self._check_format()
         except psycopg.Error as exc:
             raise ConfigError(f"cannot open the PostgreSQL run store {self._safe_dsn()}: {exc}") from exc
+
+    def _live(self) -> Any:
+        """The connection (the store's lock held); a new one when the last was lost — the server
+        restarted, the network broke — so that a store outlives an outage of its server. The operation
+        that met the loss failed (a StoreError; nothing it wrote is half there); the next one reconnects."""
+        db = self._db
+        if self._closed:
+            raise StoreError(f"the run store {self._safe_dsn()} was closed")
+        if not (db.closed or db.broken):
+            return db
+        try:
+            db.close()
+        except self._psycopg.Error:
+            pass
+        try:
+            self._db = db = self._psycopg.connect(self.dsn, **self._connect_args)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"the PostgreSQL run store {self._safe_dsn()} cannot be reached: {exc}") from exc
+        logger.info("run store {}: connected again after the connection was lost", self._safe_dsn())
+        return db
 
     def _check_format(self, *, mark: bool = True) -> int:
         """The payload format the database held (``rolecast_meta``), then (``mark``) marked as this version's."""
@@ -156,16 +184,17 @@ class PostgresRunStore(RunStore):
             for e in events
         ]
         with self._lock:
+            db = self._live()
             try:
-                with self._db.transaction():
+                with db.transaction():
                     # one writer per run at a time: MAX(seq)+1 stays unique and gapless across workers
                     # (the locks taken in one order, so two writers of the same runs cannot deadlock)
                     for run_id in sorted({e.run_id for e in events}):
-                        self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
-                    seqs = [self._db.execute(_APPEND, params).fetchone() for params in rows]
+                        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (run_id,))
+                    seqs = [db.execute(_APPEND, params).fetchone() for params in rows]
                     texts = new_texts(events)
                     if texts:
-                        with self._db.cursor() as cursor:
+                        with db.cursor() as cursor:
                             cursor.executemany("INSERT INTO rolecast_texts (key, text) VALUES (%s, %s) "
                                                "ON CONFLICT (key) DO NOTHING", texts)
             except self._psycopg.Error as exc:
@@ -174,14 +203,40 @@ class PostgresRunStore(RunStore):
             assert row is not None
             event.seq = int(row[0])
 
+    def append_checked(
+        self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
+    ) -> RunEvent:
+        """The read, the check and the append in one transaction holding the run's advisory lock (the
+        one every append takes): no other writer of the run comes in between."""
+        self._refuse_if_read_only()
+        params = {"run_id": event.run_id, "ts": event.ts, "kind": event.kind, "round": event.round,
+                  "role": event.role, "data": event.text}
+        with self._lock:
+            db = self._live()
+            try:
+                with db.transaction():
+                    db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (event.run_id,))
+                    rows = db.execute(
+                        "SELECT run_id, seq, ts, kind, round, role, data FROM rolecast_events "
+                        "WHERE run_id = %s AND kind = ANY(%s) ORDER BY seq", (event.run_id, list(kinds))).fetchall()
+                    check([RunEvent(r, k, check_payload(r, seq, k, data), rnd, role, seq, ts)
+                           for r, seq, ts, k, rnd, role, data in rows])
+                    row = db.execute(_APPEND, params).fetchone()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
+        assert row is not None
+        event.seq = int(row[0])
+        return event
+
     # ------------------------------------------------------------------ leases
     def acquire(self, run_id: str, holder: Holder, ttl: float = LEASE_TTL) -> None:
         self._refuse_if_read_only()
         with self._lock:
+            db = self._live()
             try:
-                with self._db.transaction():
-                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("lease:" + run_id,))
-                    row = self._db.execute(
+                with db.transaction():
+                    db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("lease:" + run_id,))
+                    row = db.execute(
                         "SELECT host, pid, started, token, since, heartbeat FROM rolecast_leases WHERE run_id = %s",
                         (run_id,),
                     ).fetchone()
@@ -189,7 +244,7 @@ class PostgresRunStore(RunStore):
                     if current is not None and current.token != holder.token and not gone(current, ttl=ttl):
                         raise RunInUse(run_id, host=current.host, pid=current.pid, since=current.since,
                                        heartbeat=current.heartbeat)
-                    self._db.execute(
+                    db.execute(
                         """INSERT INTO rolecast_leases (run_id, host, pid, started, token, since, heartbeat)
                            VALUES (%s, %s, %s, %s, %s, %s, %s)
                            ON CONFLICT (run_id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
@@ -250,17 +305,24 @@ class PostgresRunStore(RunStore):
     def _query_write(self, sql: str, params: Iterable[Any]) -> int:
         self._refuse_if_read_only()
         with self._lock:
+            db = self._live()
             try:
-                return int(self._db.execute(sql, list(params)).rowcount or 0)
+                return int(db.execute(sql, list(params)).rowcount or 0)
             except self._psycopg.Error as exc:
                 raise StoreError(f"could not write to the run store {self._safe_dsn()}: {exc}") from exc
 
     def _query(self, sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
+        """A read's rows; a read that meets a lost connection is made once more on a new one."""
         with self._lock:
-            try:
-                return list(self._db.execute(sql, list(params)).fetchall())
-            except self._psycopg.Error as exc:
-                raise StoreError(f"could not read the run store {self._safe_dsn()}: {exc}") from exc
+            for attempt in (1, 2):
+                db = self._live()
+                try:
+                    return list(db.execute(sql, list(params)).fetchall())
+                except self._psycopg.Error as exc:
+                    if attempt == 1 and (db.closed or db.broken):
+                        continue
+                    raise StoreError(f"could not read the run store {self._safe_dsn()}: {exc}") from exc
+        raise AssertionError("unreachable")
 
     def events(self, run_id: str, kinds: Iterable[str] | None = None) -> Iterator[RunEvent]:
         sql = "SELECT run_id, seq, ts, kind, round, role, data FROM rolecast_events WHERE run_id = %s"
@@ -269,7 +331,7 @@ class PostgresRunStore(RunStore):
             sql += " AND kind = ANY(%s)"
             params.append(list(kinds))
         for run, seq, ts, kind, rnd, role, data in self._query(sql + " ORDER BY seq", params):
-            yield RunEvent(run, kind, data, rnd, role, seq, ts)
+            yield RunEvent(run, kind, check_payload(run, seq, kind, data), rnd, role, seq, ts)
 
     def runs(self) -> list[RunInfo]:
         rows = self._query(
@@ -282,6 +344,7 @@ class PostgresRunStore(RunStore):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._db.close()
 
 

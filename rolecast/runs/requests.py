@@ -7,7 +7,11 @@ call's parameters (model settings, ``max_tokens`` as sent, ``stop``, ``n_options
 ``constraints`` the keys of its long constraints (``grammar``, ``schema``, ``tools``). The texts
 themselves are kept once per store, content-addressed (:func:`text_key`): a chat history repeats in
 every call of a conversation, and a system prompt in every call of a role, so each call adds only
-its references and the texts no call before it sent. A text travels to the store with the first
+its references and the texts no call before it sent. A long text (payload format 4: longer than
+:data:`CHUNKED_FROM`) is kept in chunks cut where its content says (:func:`chunks`), its reference
+the list of their keys: a prompt that holds a whole conversation is a new text at every call, but
+its chunks are mostly the last call's, so the store grows with what each call adds, not with the
+square of the conversation. A text travels to the store with the first
 event of the run that refers to it (:attr:`~rolecast.runs.events.RunEvent.texts`), in the same
 transaction (and, on SQLite, the same journal copy), so an event never refers to a text the store
 lacks; deleting runs deletes the texts no remaining event refers to
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +41,11 @@ if TYPE_CHECKING:
 MESSAGE_EXTRAS = ("tool_calls", "tool_call_id", "name")
 #: request parameters kept as texts (long, and the same call after call)
 CONSTRAINTS = ("grammar", "schema", "tools")
+#: a text longer than this (characters) is kept in chunks (None: every text whole, as format 3 did)
+CHUNKED_FROM: int | None = 8192
+#: a chunk's bounds (characters): it ends after a line whose hash says so, once it is CHUNK_MIN long,
+#: or at CHUNK_MAX; about one line in CHUNK_MASK + 1 ends a chunk
+CHUNK_MIN, CHUNK_MAX, CHUNK_MASK = 2048, 16384, 3
 #: texts whose key is remembered per process (the memo starts again when full)
 _KEYS_KEPT = 4096
 _keys: dict[str, str] = {}
@@ -83,6 +93,45 @@ def _settings_dict(value: BaseModel) -> dict[str, Any]:
     return dumped
 
 
+def chunks(text: str) -> list[str]:
+    """``text`` cut where its own content says (content-defined chunking, by lines): a chunk ends after
+    a line whose CRC-32 has its low bits set, once the chunk holds :data:`CHUNK_MIN` characters, or at
+    :data:`CHUNK_MAX`. A text that grows — a chat history sent whole in each prompt, with a new turn in
+    the middle or at the end — cuts the same way where it did not change, so its chunks are the ones
+    the store holds already and each call adds only the chunks around what is new. Linear time; the
+    pieces joined are ``text``."""
+    pieces: list[str] = []
+    start, size = 0, len(text)
+    at = CHUNK_MIN - 1  # (a line that ends before the chunk holds CHUNK_MIN characters cannot end it)
+    while start < size:
+        end = text.find("\n", at, start + CHUNK_MAX)
+        if end < 0:  # no line ends before the chunk's limit: cut there (or at the text's end)
+            cut = min(start + CHUNK_MAX, size)
+        else:
+            line = max(start, text.rfind("\n", start, end) + 1)
+            if zlib.crc32(text[line:end + 1].encode("utf-8", "surrogatepass")) & CHUNK_MASK != CHUNK_MASK:
+                at = end + 1
+                continue
+            cut = end + 1
+        pieces.append(text[start:cut])
+        start, at = cut, cut + CHUNK_MIN - 1
+    return pieces
+
+
+def _text_ref(content: str, sent: set[str], new: dict[str, str]) -> str | list[str]:
+    """The reference a message's text is kept under: its key, or (a long text) its chunks' keys; the
+    texts not in ``sent`` go to ``new``."""
+    pieces = [content] if CHUNKED_FROM is None or len(content) <= CHUNKED_FROM else chunks(content)
+    keys = []
+    for piece in pieces:
+        key = text_key(piece)
+        if key not in sent:
+            sent.add(key)
+            new[key] = piece
+        keys.append(key)
+    return keys[0] if len(pieces) == 1 else keys
+
+
 def encode_request(
     messages: list[dict[str, Any]], params: Mapping[str, Any], max_tokens: int | None, sent: set[str],
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -97,11 +146,7 @@ def encode_request(
         content = message.get("content")
         role = message.get("role", "")
         if type(content) is str:
-            key = text_key(content)
-            if key not in sent:
-                sent.add(key)
-                new[key] = content
-            ref: list[Any] = [role, key]
+            ref: list[Any] = [role, _text_ref(content, sent, new)]
         else:
             ref = [role, None]
         if len(message) > 2 or ref[1] is None:
@@ -156,10 +201,29 @@ def new_texts(events: Sequence[RunEvent]) -> list[tuple[str, str]]:
 
 
 def keys_of(data: Mapping[str, Any]) -> set[str]:
-    """The text keys an ``llm_call`` payload refers to."""
-    found = {ref[1] for ref in data.get("messages") or () if isinstance(ref, list) and len(ref) > 1 and ref[1]}
-    found.update((data.get("constraints") or {}).values())
+    """The text keys an ``llm_call`` payload refers to (a chunked text's: each chunk's)."""
+    found: set[str] = set()
+    for ref in data.get("messages") or ():
+        if isinstance(ref, list) and len(ref) > 1 and ref[1]:
+            key = ref[1]
+            if isinstance(key, str):
+                found.add(key)
+            elif isinstance(key, list):
+                found.update(k for k in key if isinstance(k, str))
+    constraints = data.get("constraints")
+    if isinstance(constraints, dict):
+        found.update(v for v in constraints.values() if isinstance(v, str))
     return found
+
+
+def _joined(key: Any, texts: Mapping[str, str]) -> str | None:
+    """The text under ``key`` — a key, or a chunked text's keys (None when the store lacks one)."""
+    if isinstance(key, str):
+        return texts.get(key)
+    if isinstance(key, list):
+        parts = [texts.get(k) if isinstance(k, str) else None for k in key]
+        return None if any(p is None for p in parts) else "".join(parts)  # type: ignore[arg-type]
+    return None
 
 
 @dataclass
@@ -218,25 +282,27 @@ def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
         return CallRequest(kind, model, full=False, summary=summary)
     messages = []
     for ref in refs:
+        if not (isinstance(ref, list) and len(ref) >= 2):  # (a damaged reference reads as a lost text)
+            ref = ["", None]
         role, key = ref[0], ref[1]
-        message: dict[str, Any] = {"role": role, "content": texts.get(key) if key else None}
+        message: dict[str, Any] = {"role": role, "content": _joined(key, texts) if key else None}
         if len(ref) > 2 and isinstance(ref[2], dict):
             message.update(ref[2])
         messages.append(message)
     settings = dict(data.get("settings") or {})
     for name, key in (data.get("constraints") or {}).items():
-        text = texts.get(key)
+        text = _joined(key, texts)
         if name != "grammar" and text is not None:
             try:
                 settings[name] = json.loads(text)
                 continue
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         settings[name] = text
     return CallRequest(kind, model, messages, settings, True, summary)
 
 
 __all__ = [
-    "CONSTRAINTS", "MESSAGE_EXTRAS", "CallRequest", "encode_request", "keys_of", "new_texts", "request_of",
-    "requests_of", "storable", "text_key",
+    "CHUNKED_FROM", "CONSTRAINTS", "MESSAGE_EXTRAS", "CallRequest", "chunks", "encode_request", "keys_of",
+    "new_texts", "request_of", "requests_of", "storable", "text_key",
 ]
