@@ -13,7 +13,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── NothingToRun            a bare Action was run with no run() of its own, instruction or input
     │   ├── NodeNotFilled           an ActionNode was reviewed or revised before it was filled
     │   ├── ModelRequestsBlocked    a real model was asked while model requests are off (tests)
-    │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
+    │   ├── DataError               saved data (a message, a memory, a plan file) cannot be read
+    │   └── EvalsetError            an evalset file has an unknown key or check, or a bad value
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── WorkerLost              a runtime worker died and could not be brought back
@@ -134,6 +135,11 @@ class DataError(UsageError):
 
 
 # ------------------------------------------------------------------ run errors
+class EvalsetError(UsageError):
+    """An evalset (``rolecast eval``) cannot be used: not YAML/JSON, an unknown key or check (the
+    message names the closest known one), a value of the wrong kind, a team that cannot be imported."""
+
+
 class RunError(RolecastError):
     """Something failed while actions, roles or a team were running."""
 
@@ -394,6 +400,7 @@ __all__ = [
     "ControlFlow",
     "DataError",
     "DeadlineExceeded",
+    "EvalsetError",
     "HumanStopped",
     "InvalidChoice",
     "InvocationCancelled",
