@@ -22,7 +22,7 @@ import pytest
 
 from rolecast.cli import main
 from rolecast.errors import EvalsetError
-from rolecast.eval import evaluate, load_evalset, wilson
+from rolecast.eval import Check, evaluate, load_evalset, wilson
 from rolecast.eval.record import JUDGE_ROLE
 from rolecast.runs import LLM_CALL, RUN_STARTED, open_store
 from rolecast.runs.events import run_started
@@ -236,6 +236,7 @@ def test_rescore_makes_no_model_call_but_a_changed_judges(project):
     judge = _judge(["PASS: yes", "FAIL", "PASS"])
     first = evaluate(path, store=folder / "runs.db", judges={"default": judge})
     assert len(judge.calls) == 3  # three samples, the majority PASS
+    assert first.judge_live_calls == 3
     [run] = first.cases[0].runs
     assert run.passed and "2 PASS / 1 FAIL" in run.checks[-1].reason
     team_calls = len(calls(folder))
@@ -248,6 +249,7 @@ def test_rescore_makes_no_model_call_but_a_changed_judges(project):
     again = evaluate(path, store=folder / "runs.db", judges={"default": judge2}, rescore=first.eval_id)
     assert len(calls(folder)) == team_calls  # no team, no model call of it
     assert len(judge2.calls) == 1  # the new judge only: the unchanged one is answered from the run's log
+    assert (again.judge_live_calls, again.total("judge_calls")) == (1, 4)
     assert [c.passed for c in again.cases[0].runs[0].checks] == [False, True, False]
     assert (again.eval_id, again.passed, again.rescored) == (first.eval_id, False, True)
     judge3 = _judge([])
@@ -321,3 +323,29 @@ def test_a_module_level_team_is_built_again_for_each_run(project, capsys):
     sys.modules.pop("fixed", None)
     assert (status, result["runs"], result["passed_runs"]) == (0, 2, 2)
     assert len(set(result["cases"][0]["run_ids"])) == 2
+
+
+def test_the_shipped_example_evalset_on_the_canned_model(tmp_path):
+    """examples/multi_agents.evalset.yaml — the multi-agent example's artifact checks — with its team on
+    the example's canned model: every artifact check passes; a judge that says FAIL fails every run."""
+    evalset = load_evalset(ROOT / "examples" / "multi_agents.evalset.yaml")
+    assert [c.id for c in evalset.cases] == ["add", "product", "reverse", "fibonacci"]
+    assert {c.kind for c in evalset.cases[0].expect} == {"actions_ran", "contains", "python_runs", "tests_pass",
+                                                          "judge", "max_calls"}
+    evalset.team = "build_customized_multi_agents:scripted_team"
+    try:
+        result = evaluate(evalset, store=tmp_path / "runs.db", judges={"default": FunctionLLM(lambda m: "PASS")})
+        assert (result.runs, result.passed_runs, result.passed) == (4, 4, True)
+        unchanged = evaluate(evalset, store=tmp_path / "runs.db", rescore=result.eval_id,
+                             judges={"default": FunctionLLM(lambda m: "FAIL: the review is vague")})
+        assert (unchanged.passed_runs, unchanged.judge_live_calls) == (4, 0)  # the verdicts are in the runs' logs
+        for case in evalset.cases:  # a stricter rubric is a new judge check: asked, and failed
+            object.__setattr__(case, "expect", tuple(
+                Check("judge", {**c.args, "rubric": "the review quotes a line"}) if c.kind == "judge" else c
+                for c in case.expect))
+        failed = evaluate(evalset, store=tmp_path / "runs.db", rescore=result.eval_id,
+                          judges={"default": FunctionLLM(lambda m: "FAIL: the review is vague")})
+    finally:
+        sys.modules.pop("build_customized_multi_agents", None)
+    assert (failed.passed_runs, failed.judge_live_calls) == (0, 4)
+    assert {run.failures[0].kind for case in failed.cases for run in case.runs} == {"judge"}

@@ -40,6 +40,8 @@ class Judges:
     def __init__(self, given: dict[str, BaseLLM] | None = None, context: Context | None = None):
         self._models: dict[str, BaseLLM] = dict(given or {})
         self._context = context
+        #: the judge's calls that reached a model (not answered from a run's log)
+        self.live = 0
 
     @property
     def context(self) -> Context:
@@ -110,6 +112,8 @@ async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Ju
                     votes.append(verdict_of(answer))
         finally:
             log.flush()
+            judges.live += log.live_calls
+            record.judge_calls += log.live_calls
     except EvalsetError:
         raise
     except Exception as exc:  # the judge's model failed: the check fails, saying why

@@ -53,7 +53,8 @@ def summary_line(result: EvalResult) -> str:
     return (f"eval {result.eval_id} ({result.evalset}): {verdict} — pass rate {_pct(result.pass_rate)} "
             f"({result.passed_runs}/{result.runs}), threshold {_pct(result.threshold)}; {what}; "
             f"model calls {result.total('calls')} ({result.total('live_calls')} live, "
-            f"{result.total('reused_calls')} reused), judge calls {result.total('judge_calls')}; "
+            f"{result.total('reused_calls')} reused), judge calls {result.total('judge_calls')} "
+            f"({result.judge_live_calls} asked now); "
             f"cost ${result.total('cost'):.4f}; {result.seconds:.1f} s")
 
 

@@ -108,6 +108,7 @@ class EvalResult:
     #: what the eval did: runs made now, runs found finished (resumed), model calls made by the judge
     made_runs: int = 0
     found_runs: int = 0
+    judge_live_calls: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -143,7 +144,8 @@ class EvalResult:
             "made_runs": self.made_runs, "found_runs": self.found_runs,
             "calls": self.total("calls"), "live_calls": self.total("live_calls"),
             "reused_calls": self.total("reused_calls"), "judge_calls": self.total("judge_calls"),
-            "cost": self.total("cost"), "seconds": round(self.seconds, 3), "notes": list(self.notes),
+            "judge_live_calls": self.judge_live_calls, "cost": self.total("cost"),
+            "seconds": round(self.seconds, 3), "notes": list(self.notes),
             "cases": [c.as_dict() for c in self.cases],
         }
         if self.baseline_id is not None:

@@ -224,7 +224,8 @@ async def _evaluate(
         if missing:
             notes.append(f"cases of the evalset eval {rescore} never ran: {', '.join(missing)} (0 runs)")
         cases = await _score_all(store, evalset, planned, judges, concurrency)
-        return EvalResult(evalset.name, rescore, bar, cases, rescored=True, found_runs=len(planned), notes=notes)
+        return EvalResult(evalset.name, rescore, bar, cases, rescored=True, found_runs=len(planned), notes=notes,
+                          judge_live_calls=judges.live)
     parent = eval_runs(store, baseline) if baseline is not None else {}
     if baseline is not None and not parent:
         raise UsageError(f"no runs of eval {baseline!r} in the store to compare against")
@@ -235,7 +236,7 @@ async def _evaluate(
         for case, base in zip(cases, base_cases, strict=True):
             case.baseline = base
     return EvalResult(evalset.name, eval_id, bar, cases, baseline_id=baseline, made_runs=made, found_runs=found,
-                      notes=notes)
+                      notes=notes, judge_live_calls=judges.live)
 
 
 def _baseline_run(parent: dict[tuple[str, int], str], case: str, number: int) -> str | None:
