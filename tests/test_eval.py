@@ -349,3 +349,13 @@ def test_the_shipped_example_evalset_on_the_canned_model(tmp_path):
         sys.modules.pop("build_customized_multi_agents", None)
     assert (failed.passed_runs, failed.judge_live_calls) == (0, 4)
     assert {run.failures[0].kind for case in failed.cases for run in case.runs} == {"judge"}
+
+
+def test_the_artifacts_benchmark_is_an_evalset_over_its_twelve_ideas():
+    import runpy
+
+    bench = runpy.run_path(str(ROOT / "bench" / "bench_artifacts.py"), run_name="bench_artifacts")
+    evalset = load_evalset(ROOT / "bench" / "artifacts.evalset.yaml")
+    assert [c.idea for c in evalset.cases] == bench["IDEAS"] and len(evalset.cases) == 12
+    assert evalset.team == "bench_artifacts:build_pair" and callable(bench["build_pair"])
+    assert all(c.n_round == 2 and {k.kind for k in c.expect} >= {"python_runs", "tests_pass"} for c in evalset.cases)
