@@ -359,3 +359,15 @@ def test_the_artifacts_benchmark_is_an_evalset_over_its_twelve_ideas():
     assert [c.idea for c in evalset.cases] == bench["IDEAS"] and len(evalset.cases) == 12
     assert evalset.team == "bench_artifacts:build_pair" and callable(bench["build_pair"])
     assert all(c.n_round == 2 and {k.kind for k in c.expect} >= {"python_runs", "tests_pass"} for c in evalset.cases)
+
+
+def test_a_judge_model_nobody_configured_and_a_bad_eval_id_are_said_before_any_run(project, capsys):
+    folder, module = project
+    (folder / "j.yaml").write_text(
+        f"name: j\nteam: {module}:build_team\ncases:\n  - id: a\n    idea: write add\n    expect:\n"
+        "      - judge: {rubric: fine, model: locl}\n", encoding="utf-8")
+    assert main(["eval", "j.yaml", "--store", "runs.db"]) == 2
+    assert "judge model 'locl' is not configured (did you mean 'local'?)" in capsys.readouterr().err
+    assert main(["eval", "adder.yaml", "--store", "runs.db", "--eval-id", "../x"]) == 2
+    assert "is not an eval id" in capsys.readouterr().err
+    assert calls(folder) == []

@@ -49,22 +49,28 @@ class Judges:
             self._context = Context()
         return self._context
 
+    def check(self, name: str | None) -> None:
+        """An :class:`EvalsetError` (with "did you mean") when no model answers to ``name``; makes none."""
+        key = name or "default"
+        if key in ("default", "local") or key in self._models or key in self.context.config.services:
+            return
+        known = ["default", "local", *sorted(self.context.config.services), *sorted(self._models)]
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise EvalsetError(f"judge model {key!r} is not configured{hint}: use default, local, or a service "
+                           f"of the configuration ({', '.join(known)})")
+
     def model(self, name: str | None) -> BaseLLM:
         key = name or "default"
         if key in self._models:
             return self._models[key]
+        self.check(key)
         if key == "default":
             llm = self.context.llm()
         elif key == "local":
             llm = create_llm(LocalConfig())
-        elif key in self.context.config.services:
-            llm = self.context.llm(key)
         else:
-            known = ["default", "local", *sorted(self.context.config.services), *sorted(self._models)]
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise EvalsetError(f"judge model {key!r} is not configured{hint}: use default, local, or a service "
-                               f"of the configuration ({', '.join(known)})")
+            llm = self.context.llm(key)
         self._models[key] = llm
         return llm
 

@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -41,6 +42,9 @@ from .evalset import Case, Evalset, load_evalset
 from .judge import Judges, run_judge
 from .record import RunRecord, read_run
 from .results import CaseResult, EvalResult, RunResult
+
+#: what an eval id may be (its runs' ids are ``EVAL_ID.CASE.N``: no dot in it)
+EVAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,71}")
 
 
 def new_eval_id(evalset: Evalset, repeat: int) -> str:
@@ -212,6 +216,13 @@ async def _evaluate(
     baseline: str | None, eval_id: str | None, judges: Judges, on_run: Callable[[str, str, bool], None] | None,
 ) -> EvalResult:
     notes: list[str] = []
+    for spec in evalset.cases:  # a judge model nobody configured: said now, not after the runs
+        for check in spec.expect:
+            if check.kind == "judge":
+                judges.check(check.args.get("model"))
+    if eval_id is not None and not EVAL_ID.fullmatch(eval_id):
+        raise UsageError(f"{eval_id!r} is not an eval id: 1 to 72 ASCII letters, digits, '_' or '-', "
+                         "beginning with a letter or a digit (its runs are EVAL_ID.CASE.N)")
     if rescore is not None:
         planned = eval_runs(store, rescore)
         if not planned:
