@@ -371,3 +371,31 @@ def test_a_judge_model_nobody_configured_and_a_bad_eval_id_are_said_before_any_r
     assert main(["eval", "adder.yaml", "--store", "runs.db", "--eval-id", "../x"]) == 2
     assert "is not an eval id" in capsys.readouterr().err
     assert calls(folder) == []
+
+
+def test_the_studio_eval_page_lists_shows_and_compares_evals(project, capsys):
+    pytest.importorskip("starlette")
+    pytest.importorskip("jinja2")
+    from starlette.testclient import TestClient
+
+    from rolecast.studio import create_app
+    from rolecast.studio.source import RunSource
+
+    folder, _ = project
+    _, first = eval_json(capsys, "adder.yaml", "--store", "runs.db", "--repeat", "3")
+    _, second = eval_json(capsys, "adder.yaml", "--store", "runs.db")
+    assert json.loads((folder / "evals" / f"{first['eval_id']}.json").read_text())["passed_runs"] == 5
+    source = RunSource(folder / "runs.db")
+    try:
+        client = TestClient(create_app(source, hosts=None, warm=False))
+        listing = client.get("/evals")
+        assert listing.status_code == 200 and first["eval_id"] in listing.text and second["eval_id"] in listing.text
+        one = client.get("/evals", params={"id": first["eval_id"]})
+        assert one.status_code == 200 and "83% (5/6)" in one.text and "2/3 (67%)" in one.text
+        assert f'href="/runs/{first["cases"][1]["run_ids"][2]}"' in one.text  # each run links to its page
+        assert "1 of 1 test(s) failed" in one.text  # the failing check of the third flaky run, with its reason
+        both = client.get("/evals", params={"id": first["eval_id"], "with": second["eval_id"]})
+        assert both.status_code == 200 and "5/6" in both.text and second["eval_id"] in both.text
+        assert client.get("/evals", params={"id": "../runs"}).status_code == 404
+    finally:
+        source.close()

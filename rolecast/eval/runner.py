@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import json
 import re
 import sys
 import time
@@ -204,11 +205,34 @@ async def run_eval(
     try:
         result = await _evaluate(evalset, opened, repeats, bar, concurrency, rescore, baseline, eval_id,
                                  Judges(judges), on_run)
+        result.seconds = time.monotonic() - started
+        save_result(opened, result)
     finally:
         if not given:
             opened.close()
-    result.seconds = time.monotonic() - started
     return result
+
+
+def results_file(home: Path | None, eval_id: str) -> Path | None:
+    """Where an eval's latest scores are kept beside the store: ``<store folder>/evals/<eval id>.json``
+    (None for a store with no folder: PostgreSQL, memory). The studio's Eval page reads them."""
+    if home is None or not EVAL_ID.fullmatch(eval_id):
+        return None
+    return home / "evals" / f"{eval_id}.json"
+
+
+def save_result(store: RunStore, result: EvalResult) -> None:
+    """Keep ``result`` in :func:`results_file` (a rescore replaces the eval's scores); never fails the eval."""
+    path = results_file(store.home, result.eval_id)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".part")
+        partial.write_text(json.dumps(result.as_dict(), ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        logger.warning("could not keep the scores of eval {} in {}: {}", result.eval_id, path, exc)
 
 
 async def _evaluate(
@@ -300,4 +324,7 @@ def _complete(store: RunStore, evalset: Evalset, eval_id: str, repeats: int) -> 
                for c in evalset.cases for n in range(1, repeats + 1))
 
 
-__all__ = ["TeamSource", "eval_runs", "new_eval_id", "run_eval", "run_id_of", "score_run"]
+__all__ = [
+    "EVAL_ID", "TeamSource", "eval_runs", "new_eval_id", "results_file", "run_eval", "run_id_of", "save_result",
+    "score_run",
+]
