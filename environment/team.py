@@ -167,7 +167,10 @@ class Team(Model):
     1 … ROUND (answered from the log), then goes live (see :mod:`rolecast.runs.lineage`).
     ``rolecast runs rerun PARENT`` runs the script again as such a rerun: the first team of
     ``PARENT``'s class built with none of ``run_id``, ``reuse`` and ``fork`` takes
-    ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`).
+    ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`). A runner that
+    builds teams from a user's factory (``rolecast eval``) hands the first team built with none of
+    them its run id, store, the run to reuse and tags the same way, in a context variable
+    (:func:`rolecast.runs.binding.bind_next_team`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
