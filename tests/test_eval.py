@@ -399,3 +399,18 @@ def test_the_studio_eval_page_lists_shows_and_compares_evals(project, capsys):
         assert client.get("/evals", params={"id": "../runs"}).status_code == 404
     finally:
         source.close()
+
+
+def test_a_factory_whose_team_names_its_own_run_is_an_evalset_error(project, capsys):
+    folder, module = project
+    (folder / "own.py").write_text(
+        f"from {module} import build_team\n\ndef own():\n    build_team()  # the first team takes the run\n"
+        "    return build_team()\n", encoding="utf-8")
+    (folder / "own.yaml").write_text("name: own\nteam: own:own\ncases:\n  - id: a\n    idea: write add\n",
+                                     encoding="utf-8")
+    try:
+        assert main(["eval", "own.yaml", "--store", "runs.db"]) == 2
+    finally:
+        sys.modules.pop("own", None)
+    assert "not a Team that took the eval's run" in capsys.readouterr().err
+    assert calls(folder) == []
