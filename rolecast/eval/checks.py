@@ -185,7 +185,6 @@ async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[boo
     return True, f"{len(results)} test(s) passed against the code"
 
 
-Scorer = Callable[[RunRecord, dict[str, Any]], "tuple[bool, str] | Awaitable[tuple[bool, str]]"]
 PLAIN: dict[str, Callable[[RunRecord, dict[str, Any]], tuple[bool, str]]] = {
     "contains": check_contains, "roles_spoke": check_roles_spoke, "actions_ran": check_actions_ran,
     "max_calls": check_max_calls, "max_cost": check_max_cost,

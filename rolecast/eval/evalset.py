@@ -12,7 +12,7 @@ import difflib
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "contains": ("text",), "roles_spoke": ("roles",), "actions_ran": ("actions",),
     "tests_pass": ("code_from", "tests_from"), "judge": ("rubric",),
 }
-#: the checks that run model-written code, and the one that asks a model
+#: the checks that take one value (``- max_calls: 12``), not a mapping
 SCALAR_CHECKS = ("max_calls", "max_cost")
 ORDERS = ("exact", "in_order", "any_order")
 #: a case id is part of its runs' ids (``EVAL_ID.CASE.N``): letters, digits, ``_`` and ``-``
@@ -90,7 +90,6 @@ class Evalset:
     threshold: float = 1.0
     path: Path | None = None
     description: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:

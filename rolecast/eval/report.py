@@ -6,7 +6,6 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree as ET
 
 from ..observe.printable import printable
@@ -118,10 +117,6 @@ def write(path: str | Path, text: str) -> None:
     if target.parent and not target.parent.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text + "\n", encoding="utf-8")
-
-
-def as_dict(result: EvalResult) -> dict[str, Any]:
-    return result.as_dict()
 
 
 __all__ = ["rows", "summary_line", "table", "to_json", "to_junit", "write"]
