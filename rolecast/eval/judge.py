@@ -3,7 +3,7 @@
 The judge is any configured model: the default one (the embedded model when nothing is
 configured), ``local`` (the embedded model), or a named service of the configuration; the
 Python API may pass models by name (``judges={"default": my_llm}``). Its calls are logged in
-the run it judges, under the role ``judge:<the check's digest>``, like any model call: ``runs
+the run it judges, under the role ``judge:<the check's digest>.<the request's digest>``, like any model call: ``runs
 show`` lists them, and scoring the run again answers an unchanged judge check from the log (no
 model call) while a new or edited one (another digest) asks the model. ``samples: N`` asks N
 times and takes the majority.
@@ -12,6 +12,8 @@ times and takes the majority.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 from typing import Any
 
 from ..accounting.cost import CostManager
@@ -27,6 +29,8 @@ from .checks import CheckResult
 from .evalset import Check
 from .record import JUDGE_ROLE, RunRecord
 
+#: the judge's answer is read from its first words: a short one is enough (and quick on a small model)
+JUDGE_MAX_TOKENS = 64
 #: the transcript a judge reads is cut to its last this many characters (a small model's window)
 TRANSCRIPT_CHARS = 4000
 JUDGE_SYSTEM = ("You are a strict judge of a team of AI agents. You read what they wrote and decide whether it "
@@ -104,14 +108,17 @@ async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Ju
     args = check.args
     samples = int(args.get("samples", 1))
     messages = judge_prompt(record, args["rubric"], args.get("role"))
-    settings: dict[str, Any] = {"temperature": 0.7} if samples > 1 else {"temperature": 0.0}
+    settings: dict[str, Any] = {"temperature": 0.7 if samples > 1 else 0.0, "max_tokens": JUDGE_MAX_TOKENS}
+    # the role the calls are logged under names the check and the request: a run's log answers only the
+    # very same question again (another question — a new rubric, another transcript — goes to the model)
+    asked = hashlib.sha256(json.dumps([messages, settings], sort_keys=True).encode()).hexdigest()[:8]
     votes: list[bool | None] = []
     answers: list[str] = []
     try:
         llm = judges.model(args.get("model"))
         log = RunLog(store, record.run_id)  # the judged run's log: the judge's calls go in it
         try:
-            with metered(CostManager(), role=f"{JUDGE_ROLE}{check.key}", run_log=log), acting("judge"):
+            with metered(CostManager(), role=f"{JUDGE_ROLE}{check.key}.{asked}", run_log=log), acting("judge"):
                 for _ in range(samples):
                     answer = await llm.ask(messages, settings=settings)
                     answers.append(answer)
