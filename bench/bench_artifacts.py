@@ -14,6 +14,10 @@ the old framework first on ``PYTHONPATH`` to measure it all).
 
     python bench/bench_artifacts.py                       # 12 ideas, writes bench/results/artifacts.json
     python bench/bench_artifacts.py --example /tmp/old.py --out bench/results/artifacts-before.json
+
+The same 12 ideas are an evalset, ``bench/artifacts.evalset.yaml`` (its team is :func:`build_pair`):
+``rolecast eval bench/artifacts.evalset.yaml --repeat 3`` runs each idea three times as durable
+runs and checks more than the form — the code runs, the tests pass against it, in the sandbox.
 """
 
 from __future__ import annotations
@@ -54,6 +58,20 @@ def load(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def build_pair() -> Any:
+    """The example's coder and tester on the configured model (the team of ``artifacts.evalset.yaml``)."""
+    from environment import Team
+
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))  # the example imports its sibling artifact_checks
+    example = sys.modules.get("bench_example") or load(ROOT / "examples" / "build_customized_multi_agents.py",
+                                                       "bench_example")
+    team = Team()
+    team.hire([example.SimpleCoder(), example.SimpleTester()])
+    team.invest(3.0)
+    return team
 
 
 async def one(example: ModuleType, judge: ModuleType, idea: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, N
 from rolecast.llm.base import BaseLLM
 from rolecast.observe.console import RunConsole, open_console
 from rolecast.runs.approvals import EXIT_WAITING
+from rolecast.runs.binding import claim_binding
 from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
 from rolecast.runs.lineage import Lineage, check_lineage, fork_run
@@ -166,7 +167,10 @@ class Team(Model):
     1 … ROUND (answered from the log), then goes live (see :mod:`rolecast.runs.lineage`).
     ``rolecast runs rerun PARENT`` runs the script again as such a rerun: the first team of
     ``PARENT``'s class built with none of ``run_id``, ``reuse`` and ``fork`` takes
-    ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`).
+    ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`). A runner that
+    builds teams from a user's factory (``rolecast eval``) hands the first team built with none of
+    them its run id, store, the run to reuse and tags the same way, in a context variable
+    (:func:`rolecast.runs.binding.bind_next_team`).
 
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
@@ -181,6 +185,7 @@ class Team(Model):
     _reuse: str | None = PrivateAttr(default=None)
     _fork: tuple[str, int] | None = PrivateAttr(default=None)
     _run_id: str = PrivateAttr(default="")
+    _tags: dict[str, str] = PrivateAttr(default_factory=dict)
     _rounds: int = PrivateAttr(default=0)
     _log_after: int = PrivateAttr(default=0)
     _logged_start: bool = PrivateAttr(default=False)
@@ -224,6 +229,11 @@ class Team(Model):
             raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
         if (fork is None) != (at is None):
             raise UsageError("Team(fork=RUN, at=ROUND): a fork needs both the run and the round")
+        tags: dict[str, str] = {}
+        if reuse is None and fork is None and run_id in (None, ""):
+            bound = claim_binding()  # built by a runner's factory call (rolecast eval): its run
+            if bound is not None:
+                store, run_id, reuse, tags = bound.store, bound.run_id, bound.reuse, dict(bound.tags)
         if reuse is None and fork is None and run_id in (None, "") and store is not None:
             # under `rolecast runs rerun` ($ROLECAST_REUSE): the first team like the parent's reruns it
             claimed = claim_rerun(type(self).__name__, configured_store() if store is DEFAULT else store)
@@ -261,6 +271,7 @@ class Team(Model):
         self._reuse = reuse
         self._fork = None if fork is None or at is None else (fork, at)
         self._run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
+        self._tags = tags
         self._rounds = 0
         if roles:
             self.hire(roles)
@@ -560,6 +571,8 @@ class Team(Model):
         ]
         described = {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,
                      "investment": self.investment, "n_round": n_round}
+        if self._tags:  # (a runner's labels: rolecast eval's eval and case)
+            described["tags"] = dict(self._tags)
         lineage = self.run_log.lineage
         if lineage is not None:
             described["lineage"] = lineage

@@ -4,6 +4,11 @@
 
 Runs on the configured model: OPENAI_API_KEY (and OPENAI_BASE_URL / ROLECAST_MODEL)
 if set, else the embedded local model. ``--scripted`` uses a canned model instead.
+
+The same checks of its artifacts, over several ideas and repeated runs, are an evalset beside it
+(``multi_agents.evalset.yaml``, whose team is :func:`build_team`)::
+
+    rolecast eval examples/multi_agents.evalset.yaml --repeat 3
 """
 
 from __future__ import annotations
@@ -143,19 +148,22 @@ CANNED = [
      [("add(1, 2)", "3"), ("add(-1, -1)", "-2")]),
     (("product",), "product", "def product(numbers):\n    result = 1\n    for n in numbers:\n"
      "        result *= n\n    return result", [("product([2, 3, 4])", "24"), ("product([])", "1")]),
-    (("fibonacci",), "fib", "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+    (("fib",), "fib", "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
      "    return a", [("fib(10)", "55"), ("fib(0)", "0")]),
     (("reverse",), "reverse", "def reverse(text):\n    return text[::-1]",
      [("reverse('abc')", "'cba'"), ("reverse('')", "''")]),
 ]
 
 
-def scripted_model(idea: str) -> FunctionLLM:
+def scripted_model(idea: str | None = None) -> FunctionLLM:
     """A canned model that answers the three prompts about ``idea``.
 
     It knows a few ideas (adding, a product, Fibonacci, reversing text); for any other it
     writes a stub named after the idea that raises NotImplementedError, and tests saying so.
+    With no ``idea`` it reads the idea from each prompt (every prompt names it, or the code about it).
     """
+    if idea is None:
+        return FunctionLLM(lambda messages: scripted_model(messages[-1]["content"]).fn(messages))
     words = re.findall(r"[a-z]+", idea.lower())
     known = next((c for c in CANNED if any(k in idea.lower() for k in c[0])), None)
     if known is not None:
@@ -180,13 +188,25 @@ def scripted_model(idea: str) -> FunctionLLM:
     return FunctionLLM(answer)
 
 
+def build_team(llm: object = None, investment: float = 3.0) -> Team:
+    """The coder, the tester and the reviewer (on the configured model unless ``llm`` is given): the team
+    of ``multi_agents.evalset.yaml``."""
+    team = Team(llm=llm)
+    team.hire([SimpleCoder(), SimpleTester(), SimpleReviewer()])
+    team.invest(investment=investment)
+    return team
+
+
+def scripted_team() -> Team:
+    """:func:`build_team` on the canned model (``rolecast eval`` of the evalset without any model)."""
+    return build_team(llm=scripted_model())
+
+
 async def main(
     idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False, console: bool = True,
     llm: object = None, strict: bool = False,
 ) -> list[Message]:
-    team = Team(llm=scripted_model(idea) if scripted else llm)
-    team.hire([SimpleCoder(), SimpleTester(), SimpleReviewer()])
-    team.invest(investment=investment)
+    team = build_team(llm=scripted_model(idea) if scripted else llm, investment=investment)
     team.run_project(idea)
     history = await team.run(n_round=n_round, console=console)
     if not console:  # the console showed the conversation as it happened

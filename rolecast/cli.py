@@ -12,6 +12,7 @@
     rolecast runs fork|rerun|approve|reject|edit|delete|prune …   see rolecast.runs.commands
     rolecast studio               a local web page over the run store (the studio extra)
     rolecast serve MODULE:ATTR    a team over A2A and HTTP, each task a durable run (the serve extra)
+    rolecast eval EVALSET         run an evalset against a team: pass rates (see rolecast.eval.command)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .context import default_context
 from .core.config import Config, HostedConfig
 from .core.providers import OPENAI_COMPATIBLE, canonical_provider
 from .errors import ConfigError, RolecastError
+from .eval import command as eval_command
 from .llm import local_model_available, resolve_provider
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     choose.add_argument("prompt")
     choose.add_argument("n", type=int)
     runs_commands.add_parser(sub)
+    eval_command.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     serve.add_arguments(sub.add_parser("serve", help="serve a team over A2A and an HTTP API, each task a durable run"))
     argv, command_line = runs_commands.split_command(sys.argv[1:] if argv is None else list(argv))
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_ask(args.prompt))
         if args.command == "runs":
             return runs_commands.run(args)
+        if args.command == "eval":
+            return eval_command.run(args)
         if args.command == "studio":
             studio.require()
             return studio.run_command(args)

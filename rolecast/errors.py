@@ -15,7 +15,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ModelRequestsBlocked    a real model was asked while model requests are off (tests)
     │   ├── ApprovalAnswered        a deferred approval was answered already (the first answer holds)
     │   ├── UnsafeCommand           a run's recorded command is not a Python script rolecast would record
-    │   └── DataError               saved data (a message, a memory, a plan file) cannot be read
+    │   ├── DataError               saved data (a message, a memory, a plan file) cannot be read
+    │   └── EvalsetError            an evalset file has an unknown key or check, or a bad value
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
     │   ├── WorkerLost              a runtime worker died and could not be brought back
@@ -156,6 +157,11 @@ class DataError(UsageError):
 
 
 # ------------------------------------------------------------------ run errors
+class EvalsetError(UsageError):
+    """An evalset (``rolecast eval``) cannot be used: not YAML/JSON, an unknown key or check (the
+    message names the closest known one), a value of the wrong kind, a team that cannot be imported."""
+
+
 class RunError(RolecastError):
     """Something failed while actions, roles or a team were running."""
 
@@ -432,6 +438,7 @@ __all__ = [
     "DamagedRun",
     "DataError",
     "DeadlineExceeded",
+    "EvalsetError",
     "HumanStopped",
     "InvalidChoice",
     "InvocationCancelled",

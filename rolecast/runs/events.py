@@ -133,6 +133,9 @@ class RunStartedData(TypedDict, total=False):
     #: the script that started this process (absent under pytest, in a notebook or at a prompt);
     #: an optional field, added without a new format (older readers ignore it)
     command: CommandData
+    #: labels a runner gave the run (``rolecast eval``: ``{"eval": EVAL_ID, "case": CASE, "repeat": "1"}``;
+    #: see :mod:`rolecast.runs.binding`); an optional field, added without a new format
+    tags: dict[str, str]
 
 
 class RoundStartedData(TypedDict, total=False):

@@ -44,7 +44,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import RolecastError, UsageError
-from . import shape, text
+from . import evals, shape, text
 from .align import Abandoned
 from .guard import CSRF_FIELD, MAX_BODY, TOKEN_COOKIE, ASGIApp, Guard, allowed_hosts, is_loopback, plain
 from .source import MAX_PAGE, PAGE_SIZE, RUNNING, STATUSES, RunSource
@@ -393,6 +393,7 @@ def create_app(source: RunSource, *, token: str | None = None, hosts: tuple[str,
     routes = [
         Route("/", studio.runs),
         Route("/compare", studio.compare),
+        Route("/evals", evals.evals),
         Route("/runs/{run_id}", studio.run),
         Route("/runs/{run_id}/live", studio.live),
         Route("/runs/{run_id}/messages", studio.messages),
