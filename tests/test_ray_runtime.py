@@ -193,10 +193,12 @@ def test_one_rate_limit_and_one_budget_hold_across_workers(cluster, tmp_path):
         team.close()
     times = sorted(float(t) for t in Path(stamps).read_text().split())
     assert len(times) == 16
-    # any 5 consecutive calls span at least the window: never more than 4 calls in one second,
-    # although two workers each had 4 roles calling at once
-    assert min(b - a for a, b in zip(times, times[4:], strict=False)) >= 0.95
-    assert times[-1] - times[0] >= 2.9
+    # any 5 consecutive calls span about the window: never more than 4 calls in one second, although
+    # two workers each had 4 roles calling at once (unlimited, they come within milliseconds). A stamp
+    # is written after the limiter let the call go, and a loaded machine can hold one worker's stamp
+    # back for a quarter of a second (0.76 s was seen at load 8): the bound leaves that much room
+    assert min(b - a for a, b in zip(times, times[4:], strict=False)) >= 0.5
+    assert times[-1] - times[0] >= 2.5
 
     # a priced model: the team's budget is shared, so the run stops near it, not at twice it
     priced = FunctionLLM(simulation.instant_reply, model="gpt-4o")
