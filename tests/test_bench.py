@@ -97,3 +97,15 @@ def test_main_job_benchmark_once(tmp_path: Path) -> None:
     # template's first tokens): 19.5 % of 712 tokens in the CI run of 2026-11-25, where a bound of 20 % failed.
     # tests/integration/test_prefix_reuse.py checks the cache itself, on prompts it controls.
     assert on["n_p_eval"] < 0.95 * on["prompt_tokens"]
+
+
+def test_scale_benchmark_small():
+    """bench/bench_scale.py at 5,000 agents: the store changes the cost, never the history, and an agent
+    stays in kilobytes (19.4 KB before issue 38's first steps, 14.9 after; a loose bound)."""
+    import bench_scale
+
+    off, on = bench_scale.run_case(5000, 2, "off"), bench_scale.run_case(5000, 2, "on")
+    print(bench_scale.report([off, on]))
+    assert off["digest"] == on["digest"]
+    assert off["delivered"] == on["delivered"] == 5000 + 2 * 5000 * 4
+    assert off["bytes_per_agent"] < 30_000
