@@ -141,6 +141,8 @@ def main() -> None:
                         help="default: embedded up to 10 agents, instant above")
     parser.add_argument("--roles-per-actor", type=int, default=None)
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--address", default=None,
+                        help='a running Ray cluster to join ("auto": the one `ray start --head` started here)')
     parser.add_argument("--scripted", action="store_true", help="the instant model (as --model instant)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -150,7 +152,7 @@ def main() -> None:
     llm = instant_model() if model == "instant" else None  # None: the configured (embedded) model
     runtime: object = args.runtime
     if args.runtime == "ray":
-        runtime = RayRuntime(roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
+        runtime = RayRuntime(args.address, roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
     team = build_team(args.agents, neighbours=args.neighbours, llm=llm, runtime=runtime)
     # the agents live as long as the run: the collector need not walk them again and again (at
     # 200,000 agents five full collections took a quarter of the run; bench/bench_scale.py)

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.integration]
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
              runtime_env=local_runtime_env())
     yield
     ray.shutdown()
@@ -137,10 +137,15 @@ def test_two_hundred_agents_give_the_same_history_on_ray(cluster):
     try:
         got = team.run_sync(n_round=3, idea=simulation.TOPIC)
         assert len(team.runtime.worker_pids()) == 4
+        mail = team.runtime.last_round_mail
     finally:
         team.close()
     assert len(got) == 1 + 200 * 3
     assert shape(got) == shape(expected)
+    # each actor holds 50 neighbours of the ring: its own 50 posts of the round before are delivered
+    # inside it (the driver names them, never ships them back); only the posts of the two agents on
+    # either side of its block come from another actor
+    assert mail == {f"worker-{i}": (50, 4) for i in range(4)}
 
 
 # ------------------------------------------------------------------------------ a worker dies
