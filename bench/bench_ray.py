@@ -34,19 +34,20 @@ def vm_hwm_kib(pid: str | int = "self") -> int:
     return 0
 
 
-def run_case(runtime: str, agents: int, rounds: int, num_cpus: int) -> dict[str, object]:
+def run_case(runtime: str, agents: int, rounds: int, num_cpus: int, address: str | None = None) -> dict[str, object]:
     import simulation
 
     from environment.ray_runtime import RayRuntime
 
     base_kib = vm_hwm_kib()
     start = time.perf_counter()
-    rt = RayRuntime(num_cpus=num_cpus, roles_per_actor=-(-agents // num_cpus)) if runtime == "ray" else None
+    rt = RayRuntime(address, num_cpus=num_cpus, roles_per_actor=-(-agents // num_cpus)) if runtime == "ray" else None
     team = simulation.build_team(agents, llm=simulation.instant_model(), runtime=rt, store=None)
     team.run_project(simulation.TOPIC)
     built = time.perf_counter() - start
     round_walls: list[float] = []
     worker_seconds: list[float] = []
+    in_actor = shipped = 0
     try:
         for _ in range(rounds):
             t0 = time.perf_counter()
@@ -54,6 +55,8 @@ def run_case(runtime: str, agents: int, rounds: int, num_cpus: int) -> dict[str,
             round_walls.append(time.perf_counter() - t0)
             if rt is not None:
                 worker_seconds.append(max(rt.last_round_seconds.values()))
+                in_actor += sum(kept for kept, _ in rt.last_round_mail.values())
+                shipped += sum(sent for _, sent in rt.last_round_mail.values())
         worker_kib = sum(vm_hwm_kib(pid) for pid in rt.worker_pids().values()) if rt is not None else 0
     finally:
         team.close()
@@ -73,6 +76,11 @@ def run_case(runtime: str, agents: int, rounds: int, num_cpus: int) -> dict[str,
         "worker_turns_s": [round(w, 3) for w in worker_seconds],
         "peak_kib_per_agent": round((vm_hwm_kib() - base_kib + worker_kib) / agents, 2),
         "workers": num_cpus if rt is not None else 0,
+        "cluster_s": round(rt.startup_seconds.get("cluster", 0), 3) if rt is not None else 0,
+        "place_s": round(rt.startup_seconds.get("place", 0), 3) if rt is not None else 0,
+        # Ray: the batches of messages the workers received, delivered inside the actor that published
+        # them (only named by the driver) / shipped to it by the driver
+        "deliveries_in_actor": in_actor, "deliveries_shipped": shipped,
     }
 
 
@@ -81,17 +89,18 @@ def main() -> None:
     parser.add_argument("--agents", type=int, nargs="*", default=[1000, 10000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--address", default=None, help='a running Ray cluster to join ("auto"); default: start one')
     parser.add_argument("--case", nargs=2, metavar=("RUNTIME", "AGENTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case[0], int(args.case[1]), args.rounds, args.num_cpus)))
+        print(json.dumps(run_case(args.case[0], int(args.case[1]), args.rounds, args.num_cpus, args.address)))
         return
     results = []
     for agents in args.agents:
         for runtime in ("local", "ray"):
             out = subprocess.run(
                 [sys.executable, __file__, "--case", runtime, str(agents), "--rounds", str(args.rounds),
-                 "--num-cpus", str(args.num_cpus)],
+                 "--num-cpus", str(args.num_cpus), *(["--address", args.address] if args.address else [])],
                 capture_output=True, text=True, cwd=ROOT, timeout=1800,
             )
             if out.returncode:

@@ -111,7 +111,7 @@ class Environment(Model):
     runtime: Runtime | None = Field(default=None, exclude=True)
 
     _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
-    _indexed: dict[str, set[str]] = PrivateAttr(default_factory=dict)
+    _indexed: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     #: the bus's state: outbox, run log, ready roles, watcher index, ledger
     bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
@@ -256,7 +256,8 @@ class Environment(Model):
         """(Re)index the names a role answers to."""
         for address in self._indexed.pop(role.name, ()):
             self._by_address[address] = [r for r in self._by_address.get(address, []) if r is not role]
-        self._indexed[role.name] = set(addresses)
+        addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
+        self._indexed[role.name] = addresses
         for address in addresses:
             self._by_address.setdefault(address, []).append(role)
 

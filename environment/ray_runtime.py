@@ -10,11 +10,19 @@
 The user's script does not change. When the first round starts, the roles are pickled
 (cloudpickle ships user-defined Role and Action subclasses by value or by module) and
 placed on :class:`~environment.ray_worker.RoleWorker` actors in hiring order,
-``roles_per_actor`` to an actor. Each round the driver sends every actor the messages its
-roles receive (by the bus's addressing rules, :class:`~environment.runtime.Router`),
+``roles_per_actor`` to an actor. Each round the driver sends every actor, in one call, the
+messages its roles receive (by the bus's addressing rules, :class:`~environment.runtime.Router`),
 every actor runs its roles' turns, and the driver waits for all of them (the barrier);
 the environment then delivers the round's messages in the same fixed order as in
-process, so the history is the same.
+process, so the history is the same. A message goes back to the actor whose role
+published it only as a key (its sender and its place among the sender's messages): that
+actor delivers the message it holds, so on a graph placed by neighbourhood (the simulation's
+ring) only the messages that cross actors are shipped — the driver still receives every
+message, for the history and the order.
+
+``address="auto"`` joins the cluster ``ray start --head`` started on this machine (its
+workers import what this process imports, as on a local one) and leaves it running at
+:meth:`RayRuntime.close`.
 
 Models are made on the workers: a picklable model (the test doubles) is shipped, any
 other is made there from the team's configuration. One meter actor holds the team's
@@ -33,6 +41,7 @@ import math
 import os
 import pickle
 import sys
+import time
 from typing import Any
 
 from loguru import logger
@@ -42,10 +51,8 @@ from rolecast.accounting.ratelimit import CallMeter, RateLimit
 from rolecast.errors import UsageError, WorkerLost
 from roles import Role
 
-from .ray_worker import RoleWorker, WorkerSpec, detached_pickle, merge_usage
+from .ray_worker import Deliveries, RoleWorker, SentKey, WorkerSpec, detached_pickle, merge_usage, sent_keys
 from .runtime import RoundOutcome, Router
-
-Deliveries = list[tuple[list[str], Message]]
 
 
 def _ray() -> Any:
@@ -113,6 +120,12 @@ class RayRuntime:
         self._budget: float | None = None
         self._started_ray = False
         self._spec: dict[str, Any] | None = None
+        #: the last round's messages (by ``id``): the worker that published each, and its key there
+        self._published: dict[int, tuple[_Group, SentKey, Message]] = {}
+        #: per worker, its last round's deliveries: (messages delivered inside it by key, messages shipped to it)
+        self.last_round_mail: dict[str, tuple[int, int]] = {}
+        #: seconds spent joining or starting the cluster (``cluster``) and shipping roles to actors (``place``)
+        self.startup_seconds: dict[str, float] = {}
         #: each worker's time spent on its roles' turns in the last round (the rest is transport)
         self.last_round_seconds: dict[str, float] = {}
 
@@ -122,6 +135,13 @@ class RayRuntime:
         self._roles[role.name] = role
 
     def deliver(self, message: Message) -> None:
+        """Queue ``message`` for the workers of its receivers, in one batch per worker and round.
+
+        A message a worker's own role published in the last round is named by its key, not
+        shipped: that worker delivers the one it holds (the driver keeps the order and the history).
+        """
+        published = self._published.get(id(message))
+        home, key = (published[0], published[1]) if published is not None and published[2] is message else (None, None)
         by_group: dict[int, list[str]] = {}
         for name in self.router.targets(message):
             group = self._group_of.get(name)
@@ -132,7 +152,7 @@ class RayRuntime:
         for group in self._groups:
             names = by_group.get(id(group))
             if names:
-                group.pending.append((names, message))
+                group.pending.append((names, key if group is home and key is not None else message))
 
     @property
     def is_idle(self) -> bool:
@@ -141,8 +161,14 @@ class RayRuntime:
         return placed_idle and unplaced_idle
 
     async def run_round(self, env: Any) -> RoundOutcome:
-        self._start(env)
-        await self._place()
+        t0 = time.perf_counter()
+        if self._spec is None:
+            self._start(env)
+            self.startup_seconds["cluster"] = time.perf_counter() - t0
+        if self._roles:
+            t1 = time.perf_counter()
+            await self._place()
+            self.startup_seconds["place"] = self.startup_seconds.get("place", 0.0) + time.perf_counter() - t1
         self._sync_budget(env)
         log = env.run_log
         self.round = log.round if log is not None and log.round > self.round else self.round + 1
@@ -151,9 +177,13 @@ class RayRuntime:
         groups = [g for g in self._groups if g.pending or g.busy]
         cm = env.context.cost_manager
         budget = (cm.max_budget, cm.total_cost)
+        self._published = {}
         results = await asyncio.gather(*(self._run_group(g, budget) for g in groups))
         outcome = RoundOutcome()
         self.last_round_seconds = {g.name: r["seconds"] for g, r in zip(groups, results, strict=True)}
+        for group, result in zip(groups, results, strict=True):
+            for message, key in zip(result["messages"], sent_keys(result["messages"]), strict=True):
+                self._published[id(message)] = (group, key, message)
         for result in results:
             outcome.active += result["active"]
             outcome.messages += result["messages"]
@@ -184,6 +214,8 @@ class RayRuntime:
     async def _run_group(self, group: _Group, budget: tuple[float | None, float]) -> dict[str, Any]:
         deliveries, group.pending = group.pending, []
         group.past.append((self.round, deliveries))
+        kept = sum(isinstance(item, tuple) for _, item in deliveries)
+        self.last_round_mail[group.name] = (kept, len(deliveries) - kept)
         ray = _ray()
         for attempt in range(self.max_restarts + 1):
             try:
@@ -214,12 +246,15 @@ class RayRuntime:
         ray = _ray()
         if not ray.is_initialized():
             if self.address is None:
-                kwargs = {"num_cpus": self.num_cpus, "include_dashboard": False, "log_to_driver": False,
+                # "local": a new cluster, even where `ray start` left a cluster (or its address file) behind
+                kwargs = {"address": "local", "num_cpus": self.num_cpus, "include_dashboard": False,
+                          "log_to_driver": False,
                           "_node_ip_address": "127.0.0.1", "runtime_env": local_runtime_env(),
                           **self.init_kwargs}
                 ray.init(**kwargs)
-            else:
-                ray.init(address=self.address, **self.init_kwargs)
+            else:  # a running cluster; on this machine, its workers import what this process imports
+                kwargs = {"runtime_env": local_runtime_env()} if _on_this_machine(self.address) else {}
+                ray.init(address=self.address, **{**kwargs, **self.init_kwargs})
             self._started_ray = True
         context = env.context
         cm = context.cost_manager
@@ -257,30 +292,40 @@ class RayRuntime:
         names = list(self._roles)
         per = self.roles_per_actor or max(1, math.ceil(len(self.router.names) / _cluster_cpus(ray)))
         worker_cls = ray.remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
-        shipped: dict[int, list[bytes]] = {}
-        for name in names:
-            role = self._roles.pop(name)
-            group = self._groups[-1] if self._groups and len(self._groups[-1].roles) < per else None
-            if group is None:
-                gname = f"worker-{len(self._groups)}"
-                # kept referenced by the driver: Ray rebuilds a restarted actor from these arguments
-                spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, **self._spec))
-                group = _Group(gname, worker_cls.remote(spec))
-                group.spec_ref = spec
-                self._groups.append(group)
-            blob = _ship(role)
-            group.roles.append(name)
-            group.blobs.append(blob)
-            shipped.setdefault(id(group), []).append(blob)
-            self._group_of[name] = group
-            if not role.is_idle:
-                group.busy.add(name)
-                # what the role already had in its inbox travels with it; it is read at its first turn
-        await asyncio.gather(*(g.actor.place.remote(shipped[id(g)]) for g in self._groups if id(g) in shipped))
+        room = per - len(self._groups[-1].roles) if self._groups else 0
+        first = len(self._groups) - (1 if room > 0 else 0)  # the first group to take roles
+        for _ in range(math.ceil(max(0, len(names) - max(room, 0)) / per)):
+            # every actor starts now (its process comes up while the driver pickles the roles)
+            gname = f"worker-{len(self._groups)}"
+            # kept referenced by the driver: Ray rebuilds a restarted actor from these arguments
+            spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, **self._spec))
+            group = _Group(gname, worker_cls.remote(spec))
+            group.spec_ref = spec
+            self._groups.append(group)
+        calls, taken = [], 0
+        for group in self._groups[first:]:
+            blobs = []
+            for name in names[taken:taken + per - len(group.roles)]:
+                role = self._roles.pop(name)
+                blob = _ship(role)
+                blobs.append(blob)
+                group.roles.append(name)
+                group.blobs.append(blob)
+                self._group_of[name] = group
+                if not role.is_idle:
+                    group.busy.add(name)
+                    # what the role already had in its inbox travels with it; it is read at its first turn
+            taken += len(blobs)
+            calls.append(group.actor.place.remote(blobs))  # sent now: the worker unpacks while the driver pickles on
+        await asyncio.gather(*calls)
         mail, self._unplaced_mail = self._unplaced_mail, []
         for names_, message in mail:
             for name in names_:
-                self._group_of[name].pending.append(([name], message))
+                pending = self._group_of[name].pending
+                if pending and pending[-1][1] is message:  # one entry for all a message reaches there
+                    pending[-1][0].append(name)
+                else:
+                    pending.append(([name], message))
 
     def pull_roles(self) -> dict[str, Role]:
         """The roles as they are now on the workers (their memories, states), as local copies."""
@@ -307,6 +352,12 @@ def local_runtime_env() -> dict[str, Any]:
     """Workers of a local cluster import what this process imports: the same ``sys.path``."""
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+
+
+def _on_this_machine(address: str) -> bool:
+    """``"auto"`` (the cluster ``ray start --head`` started here) or a loopback address."""
+    host = address.removeprefix("ray://").rsplit(":", 1)[0]
+    return address == "auto" or host in ("127.0.0.1", "localhost")
 
 
 def _cluster_cpus(ray: Any) -> int:

@@ -37,6 +37,24 @@ from roles import Role
 
 from .runtime import logged_turn
 
+#: a message by its sender and its place among what that sender published in the round
+SentKey = tuple[str, int]
+#: a round's mail for one worker: who receives, and the message — or, for one its own roles
+#: published in the round before, only its :data:`SentKey` (the worker holds the message)
+Deliveries = list[tuple[list[str], "Message | SentKey"]]
+
+
+def sent_keys(messages: Iterable[Message]) -> list[SentKey]:
+    """Each message's :data:`SentKey`: the same on the driver and on the worker, and after a replay
+    (a role publishes its messages of a turn in the same order whenever the turn is executed)."""
+    counts: dict[str, int] = {}
+    keys = []
+    for message in messages:
+        n = counts.get(message.sent_from, 0)
+        counts[message.sent_from] = n + 1
+        keys.append((message.sent_from, n))
+    return keys
+
 
 @dataclass
 class WorkerSpec:
@@ -196,8 +214,9 @@ class WorkerBus:
                 message.id = known
             elif not self.replaying:
                 log.message(message)
-        if not self.replaying:  # a restarted worker re-executing past rounds: already delivered
-            self.outbox.append(message)
+        # (a restarted worker re-executing past rounds keeps them too: the next round's in-actor
+        # deliveries name them; what it hands back from a replayed round goes nowhere)
+        self.outbox.append(message)
         return True
 
 
@@ -218,6 +237,9 @@ class RoleWorker:
         self.bus = WorkerBus(self, spec)
         self.budget: float | None = None  # the team's budget and spend as of the round's start
         self.spent = 0.0
+        #: the messages this worker's roles published in its last round, by :func:`sent_keys`: what the
+        #: driver names (never ships back) when it delivers one of them to a role on this worker
+        self.sent: dict[SentKey, Message] = {}
 
     # ------------------------------------------------------------------ models
     def wrap(self, llm: BaseLLM) -> BaseLLM:
@@ -278,9 +300,10 @@ class RoleWorker:
             return await role.run()
         return await logged_turn(role, log)
 
-    async def _round(self, round_no: int, deliveries: list[tuple[list[str], Message]]) -> dict[str, Any]:
-        roles = self.bus.roles
-        for names, message in deliveries:
+    async def _round(self, round_no: int, deliveries: Deliveries) -> dict[str, Any]:
+        roles, sent = self.bus.roles, self.sent
+        for names, item in deliveries:
+            message = sent[item] if isinstance(item, tuple) else item  # published here: never left the actor
             for name in names:
                 roles[name].put_message(message)
         if self.log is not None:
@@ -292,10 +315,11 @@ class RoleWorker:
         for role, result in zip(active, results, strict=True):
             if isinstance(result, BaseException):
                 failures[role.name] = _portable_error(role, result)
+        self.sent = dict(zip(sent_keys(self.bus.outbox), self.bus.outbox, strict=True))
         return {"active": [r.name for r in active], "messages": self.bus.outbox, "failures": failures}
 
     async def run_round(
-        self, round_no: int, deliveries: list[tuple[list[str], Message]], budget: tuple[float | None, float],
+        self, round_no: int, deliveries: Deliveries, budget: tuple[float | None, float],
     ) -> dict[str, Any]:
         """Deliver, run the turns of every role with news, and report (the driver's barrier)."""
         self.budget, self.spent = budget
@@ -307,7 +331,7 @@ class RoleWorker:
         outcome["usage"] = self._take_usage()
         return outcome
 
-    async def restore(self, blobs: list[bytes], past: list[tuple[int, list[tuple[list[str], Message]]]]) -> int:
+    async def restore(self, blobs: list[bytes], past: list[tuple[int, Deliveries]]) -> int:
         """After a restart: place the roles again and re-execute their past rounds (answers from the log)."""
         if self.bus.roles:
             return 0  # this instance never died: nothing to restore
@@ -398,4 +422,7 @@ def _portable_error(role: Role, failure: BaseException) -> BaseException:
         return ActionFailed(role.name, "run", RuntimeError(f"{type(failure).__name__}: {failure}"))
 
 
-__all__ = ["ClusterModel", "RoleWorker", "WorkerBus", "WorkerSpec", "detached_pickle", "merge_usage"]
+__all__ = [
+    "ClusterModel", "Deliveries", "RoleWorker", "SentKey", "WorkerBus", "WorkerSpec", "detached_pickle",
+    "merge_usage", "sent_keys",
+]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import time
 from dataclasses import dataclass
@@ -26,13 +27,15 @@ from dataclasses import dataclass
 from actions import Action, UserRequirement
 from environment import Team
 from environment.ray_runtime import RayRuntime
-from memory import Message
+from memory import Memory, Message
 from rolecast import enable_logging
 from rolecast.llm.base import BaseLLM, Messages
 from rolecast.testing import FunctionLLM
 from roles import Role
 
 TOPIC = "Should our town build a new library or a new park?"
+#: how many of the latest messages an agent reads (and keeps) when it posts
+READS = 3
 
 
 class Post(Action):
@@ -42,7 +45,7 @@ class Post(Action):
     PROMPT: str = "You are {me}. Recent posts you read:\n{posts}\nWrite a one-sentence post with your opinion."
 
     async def run(self, history: list[Message]) -> str:
-        posts = "\n".join(f"- {m.sent_from or 'user'}: {m.content[:160]}" for m in history[-3:])
+        posts = "\n".join(f"- {m.sent_from or 'user'}: {m.content[:160]}" for m in history[-READS:])
         me = self.owner.name if self.owner is not None else "someone"
         return (await self._aask(self.PROMPT.format(me=me, posts=posts))).strip()[:240]
 
@@ -56,6 +59,8 @@ class Agent(Role):
         super().__init__(**kwargs)
         self._watch([UserRequirement, Post])
         self.set_actions([Post])
+        # Post reads the last 3 messages: the role keeps those (the run log keeps them all)
+        self.rc.memory = Memory(window=READS)
 
     async def _act(self) -> Message:
         message = await super()._act()
@@ -83,7 +88,8 @@ def instant_reply(messages: Messages) -> str:
 
 
 def instant_model() -> BaseLLM:
-    return FunctionLLM(instant_reply, model="instant")
+    # keep_calls=False: the double does not keep every prompt it answered (a million per round)
+    return FunctionLLM(instant_reply, model="instant", keep_calls=False)
 
 
 def build_team(
@@ -135,6 +141,8 @@ def main() -> None:
                         help="default: embedded up to 10 agents, instant above")
     parser.add_argument("--roles-per-actor", type=int, default=None)
     parser.add_argument("--num-cpus", type=int, default=2)
+    parser.add_argument("--address", default=None,
+                        help='a running Ray cluster to join ("auto": the one `ray start --head` started here)')
     parser.add_argument("--scripted", action="store_true", help="the instant model (as --model instant)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -144,8 +152,11 @@ def main() -> None:
     llm = instant_model() if model == "instant" else None  # None: the configured (embedded) model
     runtime: object = args.runtime
     if args.runtime == "ray":
-        runtime = RayRuntime(roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
+        runtime = RayRuntime(args.address, roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
     team = build_team(args.agents, neighbours=args.neighbours, llm=llm, runtime=runtime)
+    # the agents live as long as the run: the collector need not walk them again and again (at
+    # 200,000 agents five full collections took a quarter of the run; bench/bench_scale.py)
+    gc.freeze()
     try:
         history, wall = asyncio.run(simulate(team, args.rounds))
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
-from rolecast.errors import DataError
+from rolecast.errors import DataError, UsageError
 
 from .message import Message, any_to_str, load_json_data
 
@@ -28,9 +28,14 @@ class Memory:
     MetaGPT's pydantic surface is here for scripts that touch it: ``model_dump()`` and
     ``Memory(**data)`` round-trip, ``index`` (cause → messages), value equality,
     iteration and ``len()``.
+
+    ``window=k`` bounds it to the newest ``k`` messages: adding one more forgets the oldest (from
+    the index and the ids too, so a forgotten message delivered again counts as new). A role in a
+    large simulation that reads only its last few messages keeps only those (``examples/simulation.py``);
+    the whole history stays in the run log. ``forgotten`` counts the messages the window let go.
     """
 
-    __slots__ = ("_ids", "_index", "ignore_id", "storage")
+    __slots__ = ("_ids", "_index", "forgotten", "ignore_id", "storage", "window")
 
     def __init__(
         self,
@@ -38,10 +43,15 @@ class Memory:
         *,
         index: dict[str, Any] | None = None,
         ignore_id: bool = False,
+        window: int | None = None,
     ):
         # ``index`` is accepted for MetaGPT's ``Memory(**memory.model_dump())``; it is derived
         # from ``storage``, so it is rebuilt from there rather than trusted
         del index
+        if window is not None and (type(window) is not int or window < 1):
+            raise UsageError(f"Memory(window=...) takes a whole number of messages >= 1 or None, not {window!r}")
+        self.window = window
+        self.forgotten = 0
         self.ignore_id = bool(ignore_id)
         self.storage: list[Message] = []
         self._index: dict[str, list[Message]] = defaultdict(list)
@@ -52,10 +62,15 @@ class Memory:
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         return core_schema.no_info_plain_validator_function(
             cls.model_validate,
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                lambda mem: [m.model_dump(mode="json") for m in mem.storage]
-            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(cls._dump_field),
         )
+
+    @staticmethod
+    def _dump_field(mem: Memory) -> list[dict[str, Any]] | dict[str, Any]:
+        # as a field: a list of messages, or with a window {"storage": [...], "window": k}, so that
+        # a saved role comes back with its bound
+        storage = [m.model_dump(mode="json") for m in mem.storage]
+        return storage if mem.window is None else {"storage": storage, "window": mem.window}
 
     @classmethod
     def model_validate(cls, data: Any) -> Memory:
@@ -63,7 +78,7 @@ class Memory:
         if isinstance(data, Memory):
             return data
         if isinstance(data, dict):
-            unknown = set(data) - {"storage", "index", "ignore_id"}
+            unknown = set(data) - {"storage", "index", "ignore_id", "window"}
             if unknown:
                 raise ValueError(f"Memory got unknown keys {sorted(unknown)}")
             return cls(**data)
@@ -77,6 +92,7 @@ class Memory:
             "storage": [m.model_dump(mode=mode) for m in self.storage],
             "index": {k: [m.model_dump(mode=mode) for m in v] for k, v in self._index.items()},
             "ignore_id": self.ignore_id,
+            **({"window": self.window} if self.window is not None else {}),
         }
 
     def model_dump_json(self) -> str:
@@ -128,6 +144,18 @@ class Memory:
         self.storage.append(message)
         if message.cause_by:
             self._index[message.cause_by].append(message)
+        if self.window is not None and len(self.storage) > self.window:
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        oldest = self.storage.pop(0)  # (a window is small: the shift is cheap)
+        self._ids.discard(self._key(oldest))
+        bucket = self._index.get(oldest.cause_by)
+        if bucket:
+            bucket.pop(0)  # the oldest of its cause is first in its bucket too
+            if not bucket:
+                del self._index[oldest.cause_by]
+        self.forgotten += 1
 
     def add_batch(self, messages: Iterable[Message]) -> None:
         for message in messages:
@@ -160,6 +188,7 @@ class Memory:
         return newest
 
     def clear(self) -> None:
+        self.forgotten = 0
         self.storage = []
         self._index.clear()
         self._ids.clear()

@@ -173,6 +173,17 @@ class Message(Model):
     def _dump_send_to(self, v: set[str]) -> list[str]:
         return sorted(v)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "send_to" and type(self) is Message:
+            # what validate_assignment does for this one field (the same normalisation), without
+            # pydantic re-validating the whole message: that rebuilt the message's dict and grew every
+            # readdressed message by about 1 KB (a role that addresses its posts, every turn;
+            # bench/bench_scale.py)
+            self.__dict__["send_to"] = Message._to_set(value)
+            self.__pydantic_fields_set__.add("send_to")
+            return
+        super().__setattr__(name, value)
+
     # ------------------------------------------------------------------ helpers
     def to_json(self) -> str:
         return self.model_dump_json()

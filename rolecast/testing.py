@@ -92,11 +92,16 @@ class _DoubleBase(BaseLLM):
     # takes a grammar and records it (``call.grammar``); the scripted replies are not checked against it
     supports_grammar = True
 
-    def __init__(self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None):
+    def __init__(
+        self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None, keep_calls: bool = True
+    ):
         super().__init__(model, settings)
         # a double with no real model name costs nothing; name a priced model to test budgets
         self.free = model in ("scripted", "function")
         self.delay = delay
+        #: False: answer without keeping each call in ``calls`` (a simulation of a million agents
+        #: would keep every prompt it was asked)
+        self.keep_calls = keep_calls
         self.calls: list[Call] = []
         self._lock = threading.Lock()
 
@@ -175,8 +180,9 @@ class _DoubleBase(BaseLLM):
         **extra: Any,
     ) -> Completion:
         call = Call(list(map(dict, messages)), stop, settings, structured, tools, kind, extra, grammar)
-        with self._lock:
-            self.calls.append(call)
+        if self.keep_calls:
+            with self._lock:
+                self.calls.append(call)
         if self.delay:
             await asyncio.sleep(self.delay)
         reply = await self._reply(call)
@@ -243,8 +249,9 @@ class FunctionLLM(_DoubleBase):
         *,
         model: str = "function",
         delay: float = 0.0,
+        keep_calls: bool = True,
     ):
-        super().__init__(model, delay=delay)
+        super().__init__(model, delay=delay, keep_calls=keep_calls)
         self.fn = fn
         try:
             params = inspect.signature(fn).parameters

@@ -141,6 +141,10 @@ class SkipLedger:
             self.ignorers = 0
 
 
+#: an empty inbox's queue (see :meth:`MessageQueue.__init__`)
+_NO_MESSAGES: tuple[()] = ()
+
+
 class MessageQueue:
     """A role's inbox, read at the start of its turn.
 
@@ -161,7 +165,10 @@ class MessageQueue:
     """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
-        self._queue: deque[Message] = deque(messages)
+        # an empty inbox holds no deque (an empty deque is a 760-byte block, and most of a large
+        # simulation's inboxes are empty most of the time): one is made by the first message that
+        # arrives, and let go when the role reads them all (bench/bench_scale.py)
+        self._queue: deque[Message] | tuple[()] = deque(messages) or _NO_MESSAGES
         self._ignored = 0  # messages received that the role cannot react to (not kept)
         self._listener: Callable[[bool], None] | None = None
         #: every waiting message came through :meth:`push_screened` (the role's own check at
@@ -233,8 +240,14 @@ class MessageQueue:
             ),
         )
 
-    def push(self, message: Message) -> None:
+    def _writable(self) -> deque[Message]:
         queue = self._queue
+        if type(queue) is not deque:  # (the empty tuple, also after a copy or a pickle)
+            queue = self._queue = deque()
+        return queue  # type: ignore[return-value]  # (a deque once it is not the empty tuple)
+
+    def push(self, message: Message) -> None:
+        queue = self._writable()
         queue.append(message)
         self.screened = False
         if len(queue) == 1 and self._listener is not None:  # only news when the inbox was empty
@@ -242,7 +255,7 @@ class MessageQueue:
 
     def push_screened(self, message: Message) -> None:
         """:meth:`push` a message the role has checked it can react to (see :attr:`screened`)."""
-        queue = self._queue
+        queue = self._writable()
         queue.append(message)
         if len(queue) == 1 and self._listener is not None:
             self._listener(True)
@@ -260,12 +273,13 @@ class MessageQueue:
 
     def pop(self) -> Message | None:
         """The oldest readable message, or None."""
-        return self._queue.popleft() if self._queue else None
+        queue = self._queue
+        return queue.popleft() if queue else None  # type: ignore[union-attr]  # (not empty: a deque)
 
     def pop_all(self) -> list[Message]:
         """Every readable message, oldest first."""
         items = list(self._queue)
-        self._queue.clear()
+        self._queue = _NO_MESSAGES
         self._ignored = 0
         if self._ledger is not None:
             self._read_ledger()
@@ -293,7 +307,7 @@ class MessageQueue:
 
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
-        self._queue.extendleft(reversed(messages))
+        self._writable().extendleft(reversed(messages))
         self.screened = False
         if messages and self._listener is not None:
             self._listener(True)

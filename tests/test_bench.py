@@ -111,3 +111,15 @@ def test_serve_benchmark_quick():
     assert medians["http"] < 10 * medians["in_process"] + 500
     held = results["concurrency"][0]
     assert held["working_at_once"] == held["completed"] == held["tasks"]
+
+
+def test_scale_benchmark_small():
+    """bench/bench_scale.py at 5,000 agents: the store changes the cost, never the history, and an agent
+    stays in kilobytes (19.4 KB before issue 38's first steps, 14.9 after; a loose bound)."""
+    import bench_scale
+
+    off, on = bench_scale.run_case(5000, 2, "off"), bench_scale.run_case(5000, 2, "on")
+    print(bench_scale.report([off, on]))
+    assert off["digest"] == on["digest"]
+    assert off["delivered"] == on["delivered"] == 5000 + 2 * 5000 * 4
+    assert off["bytes_per_agent"] < 30_000

@@ -168,3 +168,56 @@ def test_an_action_result_becomes_the_same_message_as_one_made_by_hand():
     with pytest.raises(ValidationError):
         to_message("x", WriteCode(), role)
     assert len({Message("x").id for _ in range(1000)}) == 1000
+
+
+def test_readdressing_a_message_normalises_send_to_without_growing_the_message():
+    import gc
+    import sys
+    import tracemalloc
+
+    m = Message("post", cause_by=WriteCode)
+    m.send_to = ["Bob", "Alice"]
+    assert m.send_to == {"Bob", "Alice"} and "send_to" in m.model_fields_set
+    m.send_to = None
+    assert m.send_to == {MESSAGE_ROUTE_TO_ALL}
+    m.send_to = Review  # a class names itself by its path, as at creation
+    assert m.send_to == {any_to_str(Review)}
+    assert Message.model_validate_json(m.model_dump_json()).send_to == m.send_to
+    # what a readdressed message grows by is its new set of names, not a re-validated copy of its
+    # fields (480 bytes a message before, of which 216 the set)
+    posts = [Message("post") for _ in range(2000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for post in posts:
+            post.send_to = ["Bob", "Al"]
+        gc.collect()
+        grown = (tracemalloc.get_traced_memory()[0] - before) / len(posts)
+    finally:
+        tracemalloc.stop()
+    assert grown <= sys.getsizeof({"Bob", "Al"}) + 48, grown
+
+
+def test_a_memory_window_keeps_the_newest_messages_and_its_index_right():
+    mem = Memory(window=3)
+    messages = [Message(str(i), cause_by=WriteCode if i % 2 else UserRequirement) for i in range(7)]
+    mem.add_batch(messages)
+    assert [m.content for m in mem.get()] == ["4", "5", "6"]
+    assert [m.content for m in mem.get_by_action(WriteCode)] == ["5"]
+    assert [m.content for m in mem.get_by_action(UserRequirement)] == ["4", "6"]
+    assert mem.forgotten == 4 and messages[0] not in mem and messages[6] in mem
+    with pytest.raises(Exception, match="whole number"):
+        Memory(window=0)
+
+
+def test_a_role_keeps_its_memory_window_through_a_save():
+    from roles import RoleContext
+
+    rc = RoleContext()
+    rc.memory = Memory(window=2)
+    rc.memory.add_batch([Message("a"), Message("b"), Message("c")])
+    restored = RoleContext.model_validate_json(rc.model_dump_json())
+    assert restored.memory.window == 2 and [m.content for m in restored.memory.get()] == ["b", "c"]
+    restored.memory.add(Message("d"))
+    assert [m.content for m in restored.memory.get()] == ["c", "d"]
