@@ -17,7 +17,7 @@ from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
 from rolecast.core.config import Config
-from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
 from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
@@ -122,6 +122,7 @@ def _check_budget_value(investment: Any) -> float:
     return float(investment)
 
 
+@checks_keywords
 class Team(Model):
     """A team of roles working on one idea, round by round::
 
@@ -504,6 +505,10 @@ class Team(Model):
             _check_idea(idea, "run")
         if not self.env.roles:
             raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
+        idle = [r.name for r in self.env.roles.values() if getattr(r, "_does_nothing", lambda: False)()]
+        if idle:
+            raise UsageError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no actions and no _act of "
+                             "its own: it would never answer; give it actions=[...] or override _act")
         if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
             raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
                              "or put a message in a role's inbox first")
@@ -568,8 +573,11 @@ class Team(Model):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
-        raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")
+            pass  # no loop: ours to start, outside this handler (its errors are not "during handling" of this one)
+        else:
+            raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; "
+                                       "use `await team.run()`")
+        return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
 
 
 async def _finished_within(coro: Any, limit: float) -> bool:

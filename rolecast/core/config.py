@@ -285,7 +285,7 @@ class Config(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(f"{source} is invalid: {exc}") from exc
+            raise ConfigError(f"{source} is invalid:\n{explain(exc)}") from exc
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, use_files: bool = True) -> Config:
@@ -304,6 +304,40 @@ class Config(BaseModel):
             # OPENAI_* variables describe another provider: they do not apply to this one
             merged = {k: v for k, v in merged.items() if k not in ("api_key", "base_url") or k in llm}
         return cls.from_data({**data, "llm": merged}, source=source)
+
+
+_TAGGED: dict[str, type[BaseModel]] = {
+    "openai": OpenAIConfig, "local": LocalConfig, "auto": AutoConfig, "plugin": PluginConfig,
+}
+
+
+def explain(exc: ValidationError) -> str:
+    """A configuration's validation errors, one line each, as the user wrote the keys: ``llm.n_thread``
+    (not pydantic's ``llm.local.n_thread``, whose middle part is the provider it was read as), and
+    for a key its section does not have, the closest one it does ("did you mean 'n_threads'?")."""
+    import difflib
+
+    lines = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        section: type[BaseModel] = Config
+        tag_at = next((i for i in (1, 2) if len(loc) > i + 1 and loc[i] in _TAGGED
+                       and loc[0] == ("llm" if i == 1 else "services")), None)
+        if tag_at is not None:
+            section = _TAGGED[loc[tag_at]]
+            del loc[tag_at]
+        where = ".".join(loc) or "(top level)"
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden" and (tag_at is not None or len(loc) == 1):
+            known = [*section.model_fields, *(_SETTINGS_SHORTHAND if section is not Config else ())]
+            close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+            message = f"unknown setting{f' (did you mean {close[0]!r}?)' if close else ''}; " \
+                      f"{'this section takes' if section is not Config else 'the top level takes'} " \
+                      f"{', '.join(sorted(known))}"
+        elif "input" in error and error["type"] != "missing":
+            message += f" (got {error['input']!r})"
+        lines.append(f"  {where}: {message}")
+    return "\n".join(lines)
 
 
 #: where per-user configuration files live
