@@ -40,6 +40,7 @@ from rolecast.runs.store import (
     open_store,
 )
 from roles import Role
+from roles.role import refuse_roles_that_do_nothing
 
 from .environment import Environment
 from .ray_runtime import RayRuntime
@@ -505,10 +506,7 @@ class Team(Model):
             _check_idea(idea, "run")
         if not self.env.roles:
             raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
-        idle = [r.name for r in self.env.roles.values() if getattr(r, "_does_nothing", lambda: False)()]
-        if idle:
-            raise UsageError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no actions and no _act of "
-                             "its own: it would never answer; give it actions=[...] or override _act")
+        refuse_roles_that_do_nothing(self.env.roles.values())
         if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
             raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
                              "or put a message in a role's inbox first")

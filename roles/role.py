@@ -88,6 +88,15 @@ def watched_name(value: Any, who: str) -> str:
                      "watch takes Action classes, instances or dotted paths such as 'actions.action.UserRequirement'")
 
 
+def refuse_roles_that_do_nothing(roles: Iterable[Any]) -> None:
+    """A UsageError naming the roles with no actions and no ``_act`` of their own (when a run starts:
+    they would never answer, and the run would end as if they had nothing to say)."""
+    idle = [r.name for r in roles if getattr(r, "_does_nothing", lambda: False)()]
+    if idle:
+        raise UsageError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no actions and no _act of "
+                         "its own: it would never answer; give it actions=[...] or override _act")
+
+
 def _action_list(actions: Any, role: Any) -> list[Any]:
     """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
     a mapping or a non-iterable is a UsageError saying what is expected."""
