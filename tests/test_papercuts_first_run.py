@@ -156,3 +156,28 @@ def test_logging_enabled_in_process_follows_stderr_when_it_is_replaced(monkeypat
         logger.remove()
         for name in rolecast._PACKAGES:
             logger.disable(name)
+
+
+# ---------------------------------------------------------------- the README works from a clone
+
+
+def test_the_examples_table_counts_the_calls_of_an_example_that_runs_no_team(tmp_path: Path) -> None:
+    """Four rows showed `?` calls: only a team's run store was counted. And simulation.py was missing."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "bench" / "examples_table.py"), run_name="examples_table")
+    assert "simulation.py" in [name for name, _ in script["EXAMPLES"]]
+    assert all("--no-console" not in args for _, args in script["EXAMPLES"])  # as a newcomer runs them
+    row = script["run_example"]("build_customized_agent.py", [], scripted=True, timeout=300)
+    assert row.status == 0 and row.calls == 1, row
+    assert "| 1 | 0 |" in row.markdown()
+
+
+def test_the_readme_installs_extras_from_the_clone() -> None:
+    """rolecast is not on PyPI: `pip install "rolecast[studio]"` fails in a fresh venv."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    import re
+
+    assert re.findall(r'pip install "rolecast\[', readme) == []
+    for extra in ("studio", "memory", "ray", "otel", "mcp"):
+        assert f'pip install -e ".[{extra}]"' in readme, extra
