@@ -97,3 +97,15 @@ def test_main_job_benchmark_once(tmp_path: Path) -> None:
     # template's first tokens): 19.5 % of 712 tokens in the CI run of 2026-11-25, where a bound of 20 % failed.
     # tests/integration/test_prefix_reuse.py checks the cache itself, on prompts it controls.
     assert on["n_p_eval"] < 0.95 * on["prompt_tokens"]
+
+
+@pytest.mark.integration
+def test_contention_benchmark_quick(tmp_path: Path) -> None:
+    """bench/bench_contention.py on the embedded model: a core kept busy by another process costs the
+    default setting about its share, not the 4-25x that two threads on two cores lost (issue 31)."""
+    import bench_contention
+
+    res = bench_contention.main(["--settings", "default", "--pairs", "2", "--no-main-job", "--levels", "1",
+                                 "--tokens", "24", "--out", str(tmp_path / "contention.json")])
+    ratio = res["summary"]["default"]["tps_1"]["busy_over_idle_median"]
+    assert ratio > 0.2, res["summary"]  # loose: half the speed is the proportional cost, a twentieth the old one
