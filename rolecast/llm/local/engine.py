@@ -162,7 +162,7 @@ def threads(n_threads: int | None, n_threads_batch: int | None = None) -> tuple[
     barriers per token; when another process holds a core, one of the threads is not running
     and every barrier waits for the scheduler to give it a turn (while the others spin there,
     holding their own core). On a 2-core machine with one core kept busy by another process,
-    two threads generated 2-8 tokens/s where one thread generated 28-32, and the README main job
+    two threads generated 2-5 tokens/s where one thread generated 28-32, and the README main job
     took up to 25x its idle time (issue 31; ``bench/bench_contention.py`` measures it). With one
     thread per two cores a busy core leaves our threads a core each. Idle, two threads on two
     cores are ~1.4x faster: set ``n_threads: 2`` (``rolecast.yaml``'s ``llm`` section) where
