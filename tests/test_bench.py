@@ -108,4 +108,6 @@ def test_contention_benchmark_quick(tmp_path: Path) -> None:
     res = bench_contention.main(["--settings", "default", "--pairs", "2", "--no-main-job", "--levels", "1",
                                  "--tokens", "24", "--out", str(tmp_path / "contention.json")])
     ratio = res["summary"]["default"]["tps_1"]["busy_over_idle_median"]
-    assert ratio > 0.2, res["summary"]  # loose: half the speed is the proportional cost, a twentieth the old one
+    # loose: 0.3-0.6 measured on a shared 2-core machine (the busy process takes its share of ours); two
+    # threads on two cores went from 57 to 2-5 tokens/s when a core was taken on an otherwise quiet machine
+    assert ratio > 0.15, res["summary"]
