@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -184,6 +185,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = [s for s in args.settings if s not in SETTINGS]
     if unknown:
         parser.error(f"unknown setting(s) {unknown}; known: {', '.join(SETTINGS)}")
+    # a SIGTERM (timeout, kill) ends the run through its finally blocks: the busy process dies with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.perf_counter()
     res = run(args)
     res["wall_s"] = time.perf_counter() - started
