@@ -22,7 +22,7 @@ from rolecast.context import Context, current_context
 from rolecast.control.hooks import Hooks
 from rolecast.core.classes import class_path
 from rolecast.core.config import Config
-from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
 from rolecast.core.serialization import CLASS_KEY as SERIALIZED_CLASS_KEY
 from rolecast.core.serialization import class_named, without_class_key
@@ -118,6 +118,7 @@ def _awaitable(run: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+@checks_keywords
 class Action(Model):
     """A unit of work. Subclass it and override :meth:`run`::
 

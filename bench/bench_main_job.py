@@ -92,11 +92,13 @@ def child(idea: str) -> None:
 
 
 # ------------------------------------------------------------------ the parent
-def run_once(side: str, extra: dict[str, Any], idea: str, tmp: Path) -> dict[str, Any]:
+def run_once(side: str, extra: dict[str, Any], idea: str, tmp: Path,
+             env_extra: dict[str, str] | None = None) -> dict[str, Any]:
     settings = {"provider": "local", **SIDES[side], **extra}
     config = tmp / f"{side}.yaml"
     config.write_text("llm:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in settings.items()))
-    env = {**os.environ, "ROLECAST_CONFIG": str(config), "ROLECAST_STORE": "none", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "ROLECAST_CONFIG": str(config), "ROLECAST_STORE": "none", "PYTHONPATH": str(ROOT),
+           **(env_extra or {})}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, "--child", "--idea", idea], cwd=tmp, env=env,
                           capture_output=True, text=True)

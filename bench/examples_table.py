@@ -13,6 +13,13 @@ calls the run store holds, the exit status, and what the run ended with, as the 
 printed it (its last line of output, or its ``error: …`` line). Nothing in the table is
 written by hand: rerun this after a change to the examples, the framework or the model.
 
+The model calls are counted where every call is paid for, in the process itself: a
+``sitecustomize`` module on the example's path (it changes nothing the example does) adds
+one for each answered call a :class:`~rolecast.accounting.cost.CostManager` counts, and
+writes the sum when the process exits, so an example that runs no team (and so logs no
+run) has its calls counted too. The examples run without ``--no-console``, as a newcomer
+starts them: the line shown is the one a newcomer sees last.
+
 ``--write`` replaces what lies between ``<!-- examples-table:begin -->`` and
 ``<!-- examples-table:end -->`` in the README (``--readme`` names another file).
 """
@@ -36,17 +43,35 @@ BEGIN, END = "<!-- examples-table:begin -->", "<!-- examples-table:end -->"
 
 #: the README's examples, in its order, with the arguments a newcomer gives (none: the default idea)
 EXAMPLES: list[tuple[str, list[str]]] = [
-    ("build_customized_multi_agents.py", ["--no-console"]),
-    ("debate.py", ["--no-console"]),
+    ("build_customized_multi_agents.py", []),
+    ("debate.py", []),
     ("build_customized_agent.py", []),
     ("react_agent.py", []),
     ("stepwise_math.py", []),
     ("sequential_planner.py", []),
     ("data_plan.py", []),
+    ("simulation.py", []),
 ]
 #: examples that take ``--scripted`` (a canned model)
 SCRIPTABLE = {"build_customized_multi_agents.py", "debate.py", "build_customized_agent.py",
-              "sequential_planner.py", "data_plan.py"}
+              "sequential_planner.py", "data_plan.py", "simulation.py"}
+
+#: put on the example's path: counts the answered model calls, writes the sum at exit
+COUNTER = """
+import atexit, os
+from rolecast.accounting import cost as _cost
+
+_calls = [0]
+_count = _cost.CostManager._count
+
+def _counted(self, model, role, prompt_tokens, completion_tokens, cost, failed):
+    if not failed:
+        _calls[0] += 1
+    return _count(self, model, role, prompt_tokens, completion_tokens, cost, failed)
+
+_cost.CostManager._count = _counted
+atexit.register(lambda: open(os.environ["ROLECAST_EXAMPLES_TABLE_CALLS"], "w").write(str(_calls[0])))
+"""
 
 
 @dataclass
@@ -91,10 +116,20 @@ def model_calls(store: Path) -> int | None:
         return sum(1 for info in runs.runs() for _ in runs.events(info.run_id, [LLM_CALL]))
 
 
+def counted_calls(path: Path) -> int | None:
+    """The calls the example's ``sitecustomize`` counted, or None when it wrote nothing (killed)."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def run_example(name: str, args: list[str], *, scripted: bool, timeout: float) -> Row:
     with tempfile.TemporaryDirectory(prefix="rolecast-examples-table-") as tmp:
-        store = Path(tmp) / "runs.db"
-        env = {**os.environ, "ROLECAST_STORE": str(store), "PYTHONPATH": str(ROOT)}
+        store, counter = Path(tmp) / "runs.db", Path(tmp) / "calls"
+        (Path(tmp) / "sitecustomize.py").write_text(COUNTER)
+        env = {**os.environ, "ROLECAST_STORE": str(store), "PYTHONPATH": f"{tmp}{os.pathsep}{ROOT}",
+               "ROLECAST_EXAMPLES_TABLE_CALLS": str(counter)}
         command = [sys.executable, str(ROOT / "examples" / name), *args]
         if scripted:
             command.append("--scripted")
@@ -105,7 +140,9 @@ def run_example(name: str, args: list[str], *, scripted: bool, timeout: float) -
         except subprocess.TimeoutExpired as exc:
             status, stdout, stderr = -1, "", f"error: timed out after {timeout:g} s ({exc})"
         seconds = time.monotonic() - started
-        return Row(name, seconds, model_calls(store), status, outcome(stdout, stderr, status))
+        calls = counted_calls(counter)
+        return Row(name, seconds, calls if calls is not None else model_calls(store), status,
+                   outcome(stdout, stderr, status))
 
 
 def table(rows: list[Row], *, scripted: bool) -> str:

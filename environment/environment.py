@@ -18,6 +18,7 @@ from pydantic import (
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.const import MESSAGE_ROUTE_TO_NONE
 from rolecast.context import Context
+from rolecast.core.misuse import checks_keywords
 from rolecast.core.models import Model
 from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, RolecastError, UsageError
 from rolecast.runs.log import RunLog
@@ -84,6 +85,7 @@ def _name_of(value: Any) -> Any:
     return value.get("name") if isinstance(value, dict) else getattr(value, "name", None)
 
 
+@checks_keywords
 class Environment(Model):
     """Holds roles and routes messages between them.
 

@@ -17,7 +17,7 @@ from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
 from rolecast.core.config import Config
-from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
 from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
@@ -41,6 +41,7 @@ from rolecast.runs.store import (
     open_store,
 )
 from roles import Role
+from roles.role import refuse_roles_that_do_nothing
 
 from .environment import Environment
 from .ray_runtime import RayRuntime
@@ -123,6 +124,7 @@ def _check_budget_value(investment: Any) -> float:
     return float(investment)
 
 
+@checks_keywords
 class Team(Model):
     """A team of roles working on one idea, round by round::
 
@@ -522,6 +524,7 @@ class Team(Model):
             _check_idea(idea, "run")
         if not self.env.roles:
             raise UsageError("the team has no roles: hire some first (team.hire([...]) or Team(roles=[...]))")
+        refuse_roles_that_do_nothing(self.env.roles.values())
         if not idea and not self.idea and self.env.is_idle and not self.env.history.get():
             raise UsageError("nothing to start from: give the idea (team.run(idea=...) or team.run_project(idea)) "
                              "or put a message in a role's inbox first")
@@ -588,8 +591,11 @@ class Team(Model):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
-        raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; use `await team.run()`")
+            pass  # no loop: ours to start, outside this handler (its errors are not "during handling" of this one)
+        else:
+            raise NestedEventLoopError("Team.run_sync() was called inside a running event loop; "
+                                       "use `await team.run()`")
+        return asyncio.run(self.run(n_round=n_round, idea=idea, send_to=send_to, console=console))
 
 
 async def _finished_within(coro: Any, limit: float) -> bool:

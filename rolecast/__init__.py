@@ -43,11 +43,29 @@ def enable_logging(level: str = "INFO") -> None:
     """For applications (scripts, examples, the CLI): show rolecast's logs on stderr.
 
     The framework keeps loguru disabled, as a library should; this enables its
-    packages and replaces loguru's default handler with one at ``level``.
+    packages and replaces loguru's default handler with one at ``level``. The handler
+    writes to whatever ``sys.stderr`` is when a line is logged, not to the stream it was
+    when this ran: called in-process (``rolecast.cli.main`` in a test), a stream replaced
+    and closed since would otherwise take every later line ("I/O operation on closed file").
     """
     global _enabled_level
     _enabled_level = level
     for name in _PACKAGES:
         logger.enable(name)
     logger.remove()
-    logger.add(sys.stderr, level=level)
+    logger.add(_CurrentStderr(), level=level)
+
+
+class _CurrentStderr:
+    """A stream that is always the current ``sys.stderr`` (colours where that is a terminal)."""
+
+    def write(self, message: str) -> None:
+        if sys.stderr is not None:
+            sys.stderr.write(message)
+
+    def flush(self) -> None:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr is not None and sys.stderr.isatty()

@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             return serve.run_command(args)
         return asyncio.run(_choose(args.prompt, args.n))
     except RolecastError as exc:
-        print(printable(f"rolecast: {type(exc).__name__}: {exc}"), file=sys.stderr)  # (names and ids in it escaped)
+        # control characters in names and ids escaped; the message's own lines kept
+        print(printable(f"rolecast: {type(exc).__name__}: {exc}", lines=True), file=sys.stderr)
         return 2
 
 

@@ -44,7 +44,7 @@ from memory import LongTermMemory, Message, any_to_str
 from rolecast.context import Context, current_context
 from rolecast.core.classes import class_path
 from rolecast.core.config import Config
-from rolecast.core.misuse import reject_unknown_keywords
+from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
 from rolecast.core.serialization import class_named, without_class_key
 from rolecast.errors import ActionFailed, InvalidChoice, InvocationCancelled, RolecastError, UsageError
@@ -63,6 +63,40 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
 )
 
+def _action_classes() -> list[type[Action]]:
+    found, todo = [], [Action]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def watched_name(value: Any, who: str) -> str:
+    """What ``watch=`` keeps for ``value``: a class's or instance's dotted path, a dotted string as it
+    is, and a bare name (``"UserRequirement"``) as the one Action class of that name (a UsageError
+    when none or several have it: a name that matches no message would be ignored in silence)."""
+    if not isinstance(value, str) or "." in value:
+        return any_to_str(value)
+    paths = sorted({any_to_str(c) for c in _action_classes() if c.__name__ == value})
+    if len(paths) == 1:
+        return paths[0]
+    if paths:
+        raise UsageError(f"{who}: watch={value!r} is ambiguous: {', '.join(paths)} are all called that; "
+                         "watch the class itself or its dotted path")
+    raise UsageError(f"{who}: watch={value!r} names no Action class (none by that name is defined yet); "
+                     "watch takes Action classes, instances or dotted paths such as 'actions.action.UserRequirement'")
+
+
+def refuse_roles_that_do_nothing(roles: Iterable[Any]) -> None:
+    """A UsageError naming the roles with no actions and no ``_act`` of their own (when a run starts:
+    they would never answer, and the run would end as if they had nothing to say)."""
+    idle = [r.name for r in roles if getattr(r, "_does_nothing", lambda: False)()]
+    if idle:
+        raise UsageError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no actions and no _act of "
+                         "its own: it would never answer; give it actions=[...] or override _act")
+
+
 def _action_list(actions: Any, role: Any) -> list[Any]:
     """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
     a mapping or a non-iterable is a UsageError saying what is expected."""
@@ -75,6 +109,7 @@ def _action_list(actions: Any, role: Any) -> list[Any]:
     return list(actions)
 
 
+@checks_keywords
 class Role(MetaGPTSDK, Inbox, Model):
     """Subclass it as in MetaGPT::
 
@@ -357,8 +392,18 @@ class Role(MetaGPTSDK, Inbox, Model):
     _init_actions = set_actions
 
     def _watch(self, actions: Iterable[Any]) -> None:
-        """React to messages caused by these actions (classes, instances or strings)."""
-        self.rc.watch = {any_to_str(a) for a in actions}
+        """React to messages caused by these actions (classes, instances, dotted paths, or a class's
+        bare name when one Action class has it)."""
+        self.rc.watch = {watched_name(a, self.name) for a in actions}
+
+    def _does_nothing(self) -> bool:
+        """No actions, and none of the methods that could act without one overridden: a turn would
+        do nothing (a run refuses to start with such a role: it would never answer)."""
+        if self.actions:
+            return False
+        mine = type(self)
+        return all(getattr(mine, m) is getattr(Role, m) for m in ("_act", "_think", "_react", "react", "run",
+                                                                  "_plan_and_act"))
 
     def _set_react_mode(
         self, react_mode: str | RoleReactMode, max_react_loop: int = 1, auto_run: bool = True

@@ -138,3 +138,36 @@ def module_cycles(root: Path, packages: list[str]) -> list[list[str]]:
                 if parent in modules and parent != imp.source and not imp.source.startswith(parent + "."):
                     graph.add_edge(imp.source, parent)
     return [sorted(c) for c in nx.simple_cycles(graph)]
+
+
+#: the size rule of architecture.md: a module under 600 lines, a function under 80
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def oversized(root: Path, packages: list[str], *, max_module: int = MAX_MODULE_LINES,
+              max_function: int = MAX_FUNCTION_LINES) -> dict[str, int]:
+    """Modules of ``max_module`` lines or more and functions of ``max_function`` lines or more (from
+    ``def`` to their last line, decorators not counted): ``path`` or ``path::Class.function`` → lines."""
+    found: dict[str, int] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            rel = path.relative_to(root).as_posix()
+            lines = len(text.splitlines())
+            if lines >= max_module:
+                found[rel] = lines
+            for qualname, node in _functions(ast.parse(text)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length >= max_function:
+                    found[f"{rel}::{qualname}"] = length
+    return found
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield f"{prefix}{node.name}", node
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")

@@ -280,28 +280,51 @@ async def test_the_replan_bound_ends_in_plan_error() -> None:
 
 
 # -------------------------------------------------------------- concurrency
+#: what the Meet actions did, in order (reset by the test that uses them)
+EVENTS: list[str] = []
+
+
+class Meet(Action):
+    """A task that starts, then gives the other tasks up to 1,000 turns of the event loop to start too
+    (waiting by turns, not by time), then ends: run side by side, every start comes before the
+    first end; run one by one, each ends before the next starts."""
+
+    output: str = ""
+
+    async def run(self, history: list[Message]) -> str:
+        EVENTS.append(f"start {self.name}")
+        for _ in range(1000):
+            if sum(e.startswith("start") for e in EVENTS) >= 2:
+                break
+            await asyncio.sleep(0)
+        EVENTS.append(f"end {self.name}")
+        return self.output
+
+
 async def test_independent_tasks_run_concurrently() -> None:
     fan_in = plan_json(
         ("a", [], "load sales", "LoadData"),
         ("b", [], "load costs", "Analyse"),
         ("c", ["a", "b"], "compare", "WriteReport"),
     )
-    llm = ScriptedLLM([fan_in])
-    delay = 0.3
-    actions = [
-        Step(name="LoadData", delay=delay, output="sales"),
-        Step(name="Analyse", delay=delay, output="costs"),
-        Step(name="WriteReport", output="margin"),
-    ]
-    role, _ = analyst(llm, actions=actions, planner_concurrency=2)
-    began = time.perf_counter()
+    EVENTS.clear()
+    actions = [Meet(name="LoadData", output="sales"), Meet(name="Analyse", output="costs"),
+               Step(name="WriteReport", output="margin")]
+    role, _ = analyst(ScriptedLLM([fan_in]), actions=actions, planner_concurrency=2)
     reply = await role.run(GOAL)
-    elapsed = time.perf_counter() - began
     assert reply is not None and reply.content == "margin"
-    assert elapsed < 1.6 * delay, f"two {delay}s tasks took {elapsed:.2f}s: not concurrent"
-    assert abs(step(role, "LoadData").started[0] - step(role, "Analyse").started[0]) < delay / 2
+    # both independent tasks started before either ended: they ran side by side (by order, not by time)
+    assert sorted(EVENTS[:2]) == ["start Analyse", "start LoadData"], EVENTS
+    assert sorted(EVENTS[2:]) == ["end Analyse", "end LoadData"], EVENTS
     inputs = step(role, "WriteReport").inputs[0]
     assert "[a] sales" in inputs and "[b] costs" in inputs
+
+    EVENTS.clear()  # the same plan one task at a time: each ends before the next starts
+    actions = [Meet(name="LoadData", output="sales"), Meet(name="Analyse", output="costs"),
+               Step(name="WriteReport", output="margin")]
+    role, _ = analyst(ScriptedLLM([fan_in]), actions=actions)
+    await role.run(GOAL)
+    assert [e.split()[0] for e in EVENTS] == ["start", "end", "start", "end"], EVENTS
 
 
 async def test_default_is_one_task_at_a_time() -> None:

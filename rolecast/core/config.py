@@ -37,6 +37,7 @@ YAML shape::
 from __future__ import annotations
 
 import datetime
+import difflib
 import functools
 import os
 import uuid
@@ -189,7 +190,7 @@ class LocalConfig(_ProviderConfig):
     provider: Literal["local"] = "local"
     model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
     n_ctx: int = 8192
-    n_threads: int | None = Field(default=None, description="threads generating; default: half the cores")
+    n_threads: int | None = Field(default=None, description="threads generating; default: one per two cores")
     n_threads_batch: int | None = Field(
         default=None, description="threads evaluating prompts; default: as many as n_threads",
     )
@@ -394,8 +395,7 @@ class Config(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:  # (each error's place and reason: never the values, a key among them)
-            reasons = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"{source} is invalid: {reasons}") from None
+            raise ConfigError(f"{source} is invalid:\n{explain(exc)}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, use_files: bool = True) -> Config:
@@ -446,6 +446,38 @@ def _metagpt_sections(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("services"), Mapping):
         data["services"] = {name: proxied(model) for name, model in data["services"].items()}
     return data
+
+
+_TAGGED: dict[str, type[BaseModel]] = {
+    "openai": OpenAIConfig, "local": LocalConfig, "auto": AutoConfig, "hosted": HostedConfig, "plugin": PluginConfig,
+}
+
+
+def explain(exc: ValidationError) -> str:
+    """A configuration's validation errors, one line each, as the user wrote the keys: ``llm.n_thread``
+    (not pydantic's ``llm.local.n_thread``, whose middle part is the provider it was read as), and
+    for a key its section does not have, the closest one it does ("did you mean 'n_threads'?")."""
+    lines = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        section: type[BaseModel] = Config
+        tag_at = next((i for i in (1, 2) if len(loc) > i + 1 and loc[i] in _TAGGED
+                       and loc[0] == ("llm" if i == 1 else "services")), None)
+        if tag_at is not None:
+            section = _TAGGED[loc[tag_at]]
+            del loc[tag_at]
+        where = ".".join(loc) or "(top level)"
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden" and (tag_at is not None or len(loc) == 1):
+            known = [*section.model_fields, *(_SETTINGS_SHORTHAND if section is not Config else ())]
+            close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+            message = f"unknown setting{f' (did you mean {close[0]!r}?)' if close else ''}; " \
+                      f"{'this section takes' if section is not Config else 'the top level takes'} " \
+                      f"{', '.join(sorted(known))}"
+        elif "input" in error and error["type"] != "missing":
+            message += f" (got {error['input']!r})"
+        lines.append(f"  {where}: {message}")
+    return "\n".join(lines)
 
 
 #: where per-user configuration files live

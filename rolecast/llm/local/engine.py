@@ -12,9 +12,8 @@ This module knows how to get the engine into the process safely:
   wheel built for instructions this CPU lacks (``SIGILL``) or for a newer C library
   would otherwise kill the interpreter; here it becomes a :class:`ConfigError` naming
   the platform and what to do.
-* :func:`import_engine` makes llama.cpp's OpenMP workers sleep, not spin, while they
-  wait, then imports it.
-* :func:`threads` picks the thread counts (half the cores by default).
+* :func:`import_engine` imports it.
+* :func:`threads` picks the thread counts (one per two cores by default).
 
 Thread counts never change an answer: llama.cpp splits each operation's output between
 its threads, and every value is computed the same way by whichever thread gets it.
@@ -155,24 +154,24 @@ def import_engine() -> Any:
 
 
 def threads(n_threads: int | None, n_threads_batch: int | None = None) -> tuple[int, int]:
-    """The threads generating and the threads evaluating prompts: by default half the cores, at least
-    two where there are two, both.
+    """The threads generating and the threads evaluating prompts: by default one per two cores
+    (one on a 2-core machine), both.
 
-    Half, not all: ``os.cpu_count()`` counts hyper-threads, and taking every one slows
-    everything down when other work shares the machine. At least two: on a 2-core machine
-    a second thread made SmolLM2 1.4x faster at generating (80 against 57 tokens/s) and
-    1.5x at evaluating prompts (155 against 100), and the README main job 9.2-11.4 s
-    against 12.9-31.0 s (three runs each, interleaved, idle machine, 2026-11-25). While
-    another process keeps a core busy two threads generate at half speed (25-35 tokens/s
-    against 55): set ``n_threads: 1`` there. OpenMP's workers keep its default wait policy
-    (spin briefly, then sleep): told to sleep at once (``OMP_WAIT_POLICY=PASSIVE``, our
-    default before), they woke too late at each of the graph's barriers and a second thread
-    gained nothing (55 tokens/s). Prompts get as many threads as generation, as in llama.cpp's
-    own tools. Concurrent roles do not need more threads: their requests share one batch
-    (see :mod:`rolecast.llm.local.provider`).
+    Fewer threads than cores, because a user's machine always runs something else. llama.cpp
+    splits every operation of a token between its threads and waits for all of them at ~30
+    barriers per token; when another process holds a core, one of the threads is not running
+    and every barrier waits for the scheduler to give it a turn (while the others spin there,
+    holding their own core). On a 2-core machine with one core kept busy by another process,
+    two threads generated 2-5 tokens/s where one thread generated 28-32, and the README main job
+    took up to 25x its idle time (issue 31; ``bench/bench_contention.py`` measures it). With one
+    thread per two cores a busy core leaves our threads a core each. Idle, two threads on two
+    cores are ~1.4x faster: set ``n_threads: 2`` (``rolecast.yaml``'s ``llm`` section) where
+    nothing else runs. Prompts get as many threads as generation, as in llama.cpp's own tools.
+    Concurrent roles do not need more threads: their requests share one batch (see
+    :mod:`rolecast.llm.local.provider`).
     """
     cores = os.cpu_count() or 2
-    n = n_threads or min(cores, max(2, cores // 2))
+    n = n_threads or max(1, cores // 2)
     return n, n_threads_batch or n
 
 
