@@ -40,6 +40,7 @@ from rolecast.runs.store import (
     open_store,
 )
 from roles import Role
+from roles.fitting import as_compaction
 
 from .environment import Environment
 from .ray_runtime import RayRuntime
@@ -76,7 +77,7 @@ DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
     {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
-     "reuse", "fork", "at"}
+     "reuse", "fork", "at", "compaction"}
 )
 
 
@@ -168,6 +169,9 @@ class Team(Model):
     ``PARENT``'s class built with none of ``run_id``, ``reuse`` and ``fork`` takes
     ``$ROLECAST_REUSE`` and ``$ROLECAST_RUN_ID`` (see :mod:`rolecast.runs.rerun`).
 
+    ``compaction`` (True, a :class:`~roles.fitting.Compaction` or a dict of its fields): every role's
+    older messages are summarised past a share of its window (a role's own setting comes first).
+
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
     :class:`~rolecast.errors.DeadlineExceeded`. Each model call has its own deadline
@@ -209,6 +213,7 @@ class Team(Model):
         reuse: str | None = None,
         fork: str | None = None,
         at: int | None = None,
+        compaction: Any = None,
         **data: Any,
     ):
         policy = on_error if on_error is not None else default_on_error()
@@ -252,6 +257,8 @@ class Team(Model):
                 raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
         self._recover = self_recovers
+        if compaction is not None:  # every role's, unless the role has its own (see roles.fitting)
+            self.env.context.kwargs.set("compaction", as_compaction(compaction))
         if env_desc is not None:
             self.env.desc = env_desc
         self.env.context.cost_manager.max_budget = self.investment

@@ -8,7 +8,8 @@ is said in the prompt (:func:`~rolecast.llm.window.omitted_note`) and recorded i
 
 :class:`Compaction` (``Role(compaction=...)`` or ``Team(compaction=...)``) keeps long runs whole
 instead: once a role's history passes ``share`` of the window, its older messages are summarised by
-a model (the role's own, or a named service) into one marked message that replaces them in memory.
+a model (the role's own, or a named service) into one marked message kept in memory: prompts then
+carry that summary and the newer messages (:func:`compacted_view`); nothing is deleted.
 The summary is an ordinary model call (metered, budgeted, in the run log), so a resumed or forked
 run is answered it from the log and keeps the same summary, without asking a model.
 """
@@ -177,10 +178,22 @@ def as_compaction(value: Any) -> Compaction | None:
     raise UsageError(f"compaction must be True, False, a Compaction or a dict of its fields, not {value!r}")
 
 
+def compacted_view(history: Sequence[Message]) -> list[Message]:
+    """The history as prompts see it: after a compaction, its newest summary and the messages it kept
+    (and those that came later); nothing is deleted from memory."""
+    for i in range(len(history) - 1, -1, -1):
+        summary = history[i]
+        if summary.cause_by == COMPACTED and "kept_from" in summary.metadata:
+            kept_from = summary.metadata["kept_from"]
+            start = next((j for j, m in enumerate(history) if m.id == kept_from), i)
+            return [summary, *(m for m in history[start:] if m is not summary)]
+    return list(history)
+
+
 async def compact(role: Role, compaction: Compaction) -> Message | None:
-    """Replace the role's older messages by a summary when its history passes the share of the window;
-    the summary message, or None when nothing was compacted."""
-    history = role.rc.history
+    """Summarise the role's older messages when its history passes the share of the window: the
+    summary (a marked message added to memory, see :func:`compacted_view`), or None when not needed."""
+    history = compacted_view(role.rc.history)
     if len(history) <= compaction.keep + 1:
         return None
     llm = compaction.model_for(role)
@@ -189,25 +202,20 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
     if tokens <= compaction.share * window:
         return None
     older = history[: len(history) - compaction.keep]
-    room = answer_room(llm)
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
     fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
-                                   room, purpose="compaction")
+                                   answer_room(llm), purpose="compaction")
     summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
-    digest = hashlib.sha256("\n".join(m.id for m in older).encode()).hexdigest()[:16]
+    replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
+    digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
     message = Message(
-        content=f"[summary of {len(older)} earlier messages]\n{summary}", role="system", sent_from=role.name,
+        content=f"[summary of {replaced} earlier messages]\n{summary}", role="system", sent_from=role.name,
         cause_by=COMPACTED, id=f"summary-{digest}", send_to={role.name},
-        metadata={"compacted": len(older), "first": older[0].id, "last": older[-1].id},
+        metadata={"compacted": replaced, "kept_from": history[len(older)].id},
     )
-    memory = role.rc.memory
-    for old in older:
-        memory.delete(old)
-    rest = list(memory.storage)
-    memory.clear()
-    memory.add_batch([message, *rest])
+    role.rc.memory.add(message)
     return message
 
 
 __all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
-           "fit_history_for", "history_for_action", "state_prompt"]
+           "compacted_view", "fit_history_for", "history_for_action", "state_prompt"]

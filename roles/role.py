@@ -53,7 +53,7 @@ from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
-from .fitting import Compaction, as_compaction, compact, history_for_action, state_prompt
+from .fitting import Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -292,7 +292,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         and the relevant-to-the-news part, within its token budget."""
         long_term = self._long_term_memory
         if long_term is None:
-            return self.rc.history
+            return compacted_view(self.rc.history)  # after a compaction: its summary and what came after
         return await long_term.context(self.rc.memory, self.rc.news)
 
     def _get_prefix(self) -> str:
