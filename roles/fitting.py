@@ -27,6 +27,8 @@ from rolecast.llm.base import BaseLLM, Messages
 from rolecast.llm.window import fit_history, omitted_note
 from rolecast.runs.events import HISTORY_FITTED
 
+from .prompts import STATE_TEMPLATE
+
 if TYPE_CHECKING:
     from .role import Role
 
@@ -118,8 +120,6 @@ async def history_for_action(role: Role, action: Any, history: Sequence[Message]
 async def state_prompt(role: Role, n: int) -> str:
     """The numeric state-selection prompt (MetaGPT's ``STATE_TEMPLATE``) with the newest history that
     fits the role's model beside the identity, the stages and the answer's room."""
-    from .prompts import STATE_TEMPLATE
-
     def prompt(history: str) -> str:
         return role._get_prefix() + STATE_TEMPLATE.format(
             history=history, states="\n".join(role.states), n_states=n - 1, previous_state=role.rc.state)
