@@ -33,6 +33,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │       ├── LLMTimeoutError     the server did not answer in time (after retries)
     │       ├── LLMRateLimitError   HTTP 429 (after retries)
     │       ├── LLMAPIError         any other error status from the server
+    │       │   └── ContextOverflow  a prompt past the model's window (before it is sent; never retried)
     │       ├── LLMResponseError    the server answered, but not a usable completion (after retries)
     │       │   ├── LLMIncompleteError   a stream broke off before the answer ended
     │       │   └── LLMEmptyAnswerError  no text and no tool call where an answer was expected
@@ -337,7 +338,8 @@ class ContextOverflow(LLMAPIError):
         window = f"the context window ({self.window} tokens)" if self.window else "the context window"
         model = f" of {self.model}" if self.model else ""
         detail = f" [{self.detail}]" if self.detail else ""
-        return (f"{who}: {size}{room} do not fit {window}{model}{detail}. Shorten the prompt, lower "
+        verb = "do not" if self.max_tokens else "does not"
+        return (f"{who}: {size}{room} {verb} fit {window}{model}{detail}. Shorten the prompt, lower "
                 f"max_tokens, turn on compaction (Role(compaction=True) or Team(compaction=True)), or use a "
                 f"model with a larger window (context_window: in the configuration, n_ctx: for a local model)")
 

@@ -23,12 +23,14 @@ ARGS = {
     "RunInUse": ("run-1",),
     "ApprovalPending": ("run-1", "Coder-1"),
     "ModelRequestsBlocked": ("OpenAILLM(model='gpt-4o')",),
+    "ContextOverflow": (),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},
     "ReplayMissing": {"role": "r", "action": "a", "asked": {"last": "y"}},
     "ReplayError": {"role": "r", "action": "a", "asked": {"last": "y"}},
     "RunInUse": {"host": "h", "pid": 7, "since": 0.0},
+    "ContextOverflow": {"role": "r", "action": "a", "prompt_tokens": 9000, "max_tokens": 512, "window": 8192},
 }
 
 

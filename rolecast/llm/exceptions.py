@@ -73,7 +73,8 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
 
     def status_error(exc: Any) -> RolecastError:
         if exc.status_code in (400, 413) and _context_exceeded(getattr(exc, "code", None), exc.message):
-            return ContextOverflow(detail=f"the model server answered HTTP {exc.status_code}: {exc.message}")
+            return ContextOverflow(detail=f"the model server answered HTTP {exc.status_code}: {exc.message}",
+                                   status_code=exc.status_code, body=_bounded_body(exc))
         if exc.status_code == 429:
             return LLMRateLimitError(f"rate limited (HTTP 429){_attempts_text(attempts())}: {exc.message}")
         return LLMAPIError(
@@ -128,9 +129,11 @@ def llama_error(error: Mapping[str, Any]) -> RolecastError:
     message = str(error.get("message") or dict(error))
     if _context_exceeded(error.get("type"), message):
         prompt, window = error.get("n_prompt_tokens"), error.get("n_ctx")
+        code = error.get("code")
         return ContextOverflow(prompt_tokens=prompt if isinstance(prompt, int) else None,
                                window=window if isinstance(window, int) else None,
-                               detail=f"the local model answered: {message}")
+                               detail=f"the local model rejected the request: {message}",
+                               status_code=code if isinstance(code, int) else None, body=dict(error))
     if "grammar" in message.lower():
         return UsageError(f"llama.cpp cannot parse the grammar: {message}")
     code = error.get("code")
