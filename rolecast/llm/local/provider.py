@@ -463,7 +463,9 @@ class LocalLLM(BaseLLM):
     async def _counted(self, work: Callable[[Tokenizer], Any]) -> Any:
         loop = asyncio.get_running_loop()
         engine = await loop.run_in_executor(_executor(), self._engine)
-        return await loop.run_in_executor(_executor(), work, engine.tokenizer)
+        tokenizer = engine.tokenizer
+        assert tokenizer is not None  # every chat engine has one
+        return await loop.run_in_executor(_executor(), work, tokenizer)
 
     # ------------------------------------------------------------------ plumbing
     def _engine(self) -> _Engine:
