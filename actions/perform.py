@@ -24,6 +24,7 @@ from memory import Message, any_to_str
 from memory.message import plain_message
 from rolecast.errors import (
     ActionFailed,
+    ContextOverflow,
     LLMAPIError,
     LLMConnectionError,
     LLMRateLimitError,
@@ -103,6 +104,8 @@ async def perform(
         log.notify("thinking", {"action": action.name}, role=owner.name)
     try:
         result = await (invoke() if invoke is not None else action.run(list(history)))
+    except ContextOverflow:  # not a failure of the server: the prompt must change (it names role and action)
+        raise
     except _TRANSPORT as exc:
         # the model could not be reached or answered: the action failed (the cause says why)
         logger.error("{}: action {} failed: {}", owner.name, action.name, exc)

@@ -42,6 +42,7 @@ from rolecast.runs.store import (
 )
 from roles import Role
 from roles.role import refuse_roles_that_do_nothing
+from roles.fitting import as_compaction
 
 from .environment import Environment
 from .ray_runtime import RayRuntime
@@ -78,7 +79,7 @@ DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
     {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
-     "reuse", "fork", "at"}
+     "reuse", "fork", "at", "compaction"}
 )
 
 
@@ -174,6 +175,9 @@ class Team(Model):
     them its run id, store, the run to reuse and tags the same way, in a context variable
     (:func:`rolecast.runs.binding.bind_next_team`).
 
+    ``compaction`` (True, a :class:`~roles.fitting.Compaction` or a dict of its fields): every role's
+    older messages are summarised past a share of its window (a role's own setting comes first).
+
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
     :class:`~rolecast.errors.DeadlineExceeded`. Each model call has its own deadline
@@ -217,6 +221,7 @@ class Team(Model):
         reuse: str | None = None,
         fork: str | None = None,
         at: int | None = None,
+        compaction: Any = None,
         **data: Any,
     ):
         policy = on_error if on_error is not None else default_on_error()
@@ -265,6 +270,8 @@ class Team(Model):
                 raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
         self._recover = self_recovers
+        if compaction is not None:  # every role's, unless the role has its own (see roles.fitting)
+            self.env.context.kwargs.set("compaction", as_compaction(compaction))
         if env_desc is not None:
             self.env.desc = env_desc
         self.env.context.cost_manager.max_budget = self.investment

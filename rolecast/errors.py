@@ -37,6 +37,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │       ├── LLMTimeoutError     the server did not answer in time (after retries)
     │       ├── LLMRateLimitError   HTTP 429 (after retries)
     │       ├── LLMAPIError         any other error status from the server
+    │       │   └── ContextOverflow  a prompt past the model's window (before it is sent; never retried)
     │       ├── LLMResponseError    the server answered, but not a usable completion (after retries)
     │       │   ├── LLMIncompleteError   a stream broke off before the answer ended
     │       │   └── LLMEmptyAnswerError  no text and no tool call where an answer was expected
@@ -348,6 +349,49 @@ class LLMAPIError(LLMError):
         super().__init__(message)
 
 
+class ContextOverflow(LLMAPIError):
+    """A prompt does not fit the model's context window; raised before the request leaves the process
+    (or mapped from a provider's own "context exceeded" answer). Never retried: the same prompt
+    would not fit again. ``role``, ``action``, ``prompt_tokens``, ``max_tokens`` and ``window`` say
+    which call and by how much. (An :class:`LLMAPIError`, which a server's refusal always was; an
+    action's ContextOverflow is not wrapped in :class:`ActionFailed`.)"""
+
+    def __init__(
+        self, *, role: str = "", action: str = "", prompt_tokens: int | None = None, max_tokens: int = 0,
+        window: int | None = None, model: str = "", detail: str = "", status_code: int | None = None,
+        body: Any = None,
+    ):
+        self.role = role
+        self.action = action
+        self.prompt_tokens = prompt_tokens
+        self.max_tokens = max_tokens
+        self.window = window
+        self.model = model
+        self.detail = detail
+        super().__init__(self._text(), status_code=status_code, body=body)
+
+    def _text(self) -> str:
+        who = ", ".join(x for x in (f"role {self.role!r}" if self.role else "",
+                                    f"action {self.action!r}" if self.action else "") if x) or "a model call"
+        size = f"its prompt ({self.prompt_tokens} tokens)" if self.prompt_tokens is not None else "its prompt"
+        room = f" and the room for its answer ({self.max_tokens} tokens, max_tokens)" if self.max_tokens else ""
+        window = f"the context window ({self.window} tokens)" if self.window else "the context window"
+        model = f" of {self.model}" if self.model else ""
+        detail = f" [{self.detail}]" if self.detail else ""
+        verb = "do not" if self.max_tokens else "does not"
+        return (f"{who}: {size}{room} {verb} fit {window}{model}{detail}. Shorten the prompt, lower "
+                f"max_tokens, turn on compaction (Role(compaction=True) or Team(compaction=True)), or use a "
+                f"model with a larger window (context_window: in the configuration, n_ctx: for a local model)")
+
+    def located(self, role: str, action: str) -> ContextOverflow:
+        """This error naming ``role`` and ``action`` where it did not know them yet."""
+        if (self.role or not role) and (self.action or not action):
+            return self
+        return ContextOverflow(role=self.role or role, action=self.action or action,
+                               prompt_tokens=self.prompt_tokens, max_tokens=self.max_tokens, window=self.window,
+                               model=self.model, detail=self.detail, status_code=self.status_code, body=self.body)
+
+
 class LLMResponseError(LLMError):
     """The server answered, but not with a usable completion: malformed JSON, an HTML or
     plain-text page, no ``choices``, garbled server-sent events. Retried like a 5xx."""
@@ -434,6 +478,7 @@ __all__ = [
     "ApprovalPending",
     "BudgetExceeded",
     "ConfigError",
+    "ContextOverflow",
     "ControlFlow",
     "DamagedRun",
     "DataError",

@@ -82,6 +82,10 @@ class Call:
         return str(self.messages[-1].get("content") or "") if self.messages else ""
 
 
+#: the window of a test double given none: larger than any prompt a test builds
+NO_WINDOW = 1 << 40
+
+
 class _DoubleBase(BaseLLM):
     reaches_a_model = False  # scripted: unaffected by ROLECAST_ALLOW_MODEL_REQUESTS=0
     supports_json_schema = True
@@ -93,9 +97,11 @@ class _DoubleBase(BaseLLM):
     supports_grammar = True
 
     def __init__(
-        self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None, keep_calls: bool = True
+        self, model: str, *, delay: float = 0.0, settings: LLMSettings | None = None, keep_calls: bool = True,
+        context_window: int | None = None,
     ):
         super().__init__(model, settings)
+        self.context_window = context_window  # None: no window (a test gives one to test fitting)
         # a double with no real model name costs nothing; name a priced model to test budgets
         self.free = model in ("scripted", "function")
         self.delay = delay
@@ -188,6 +194,10 @@ class _DoubleBase(BaseLLM):
         reply = await self._reply(call)
         return self._finish(reply, messages, stop, settings.max_tokens)
 
+    def _default_context_window(self) -> int:
+        """A double without ``context_window=`` is not a model: it has no window to overflow."""
+        return NO_WINDOW
+
     async def _reply(self, call: Call) -> str | Completion:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -200,8 +210,10 @@ class ScriptedLLM(_DoubleBase):
     the messages. Calling more often than scripted raises :class:`ScriptExhausted`.
     """
 
-    def __init__(self, replies: Iterable[Any], *, model: str = "scripted", delay: float = 0.0):
-        super().__init__(model, delay=delay)
+    def __init__(
+        self, replies: Iterable[Any], *, model: str = "scripted", delay: float = 0.0, context_window: int | None = None,
+    ):
+        super().__init__(model, delay=delay, context_window=context_window)
         self._replies = list(replies)
         self._next = 0
 
@@ -250,8 +262,9 @@ class FunctionLLM(_DoubleBase):
         model: str = "function",
         delay: float = 0.0,
         keep_calls: bool = True,
+        context_window: int | None = None,
     ):
-        super().__init__(model, delay=delay, keep_calls=keep_calls)
+        super().__init__(model, delay=delay, keep_calls=keep_calls, context_window=context_window)
         self.fn = fn
         try:
             params = inspect.signature(fn).parameters

@@ -53,14 +53,16 @@ from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
+from .fitting import Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
 from .inbox import Inbox
-from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE
+from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
 from .sdk import MetaGPTSDK
 
 #: keywords the constructor takes besides the fields
 INIT_KEYWORDS = frozenset(
-    {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory"}
+    {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory",
+     "compaction"}
 )
 
 def _action_classes() -> list[type[Action]]:
@@ -163,6 +165,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     _planner: PlanRunner | None = PrivateAttr(default=None)
     _warned_no_actions: bool = PrivateAttr(default=False)
     _long_term_memory: LongTermMemory | None = PrivateAttr(default=None)
+    _compaction: Compaction | None = PrivateAttr(default=None)
     _config: Config | None = PrivateAttr(default=None)
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
     #: the identity prompts this role gave its actions (refreshed by set_env; others' are kept)
@@ -199,6 +202,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             raise UsageError(f"{type(self).__name__}(context=...) takes a rolecast Context, "
                              f"not {type(context).__name__}")
         long_term_memory = data.pop("long_term_memory", None)
+        compaction = as_compaction(data.pop("compaction", None))
         rc = data.pop("rc", None)
         actions = data.pop("actions", None)
         watch = data.pop("watch", None)
@@ -216,6 +220,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         if config is not None:
             self.config = config
         self.long_term_memory = long_term_memory
+        self._compaction = compaction
         if not self.name:
             self.name = type(self).__name__
         if not self.profile:
@@ -331,7 +336,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         and the relevant-to-the-news part, within its token budget."""
         long_term = self._long_term_memory
         if long_term is None:
-            return self.rc.history
+            return compacted_view(self.rc.history)  # after a compaction: its summary and what came after
         return await long_term.context(self.rc.memory, self.rc.news)
 
     def _identity_prefix(self) -> str:
@@ -452,12 +457,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         if n == 1:
             self._set_state(0)
             return True
-        prompt = self._get_prefix() + STATE_TEMPLATE.format(
-            history="\n".join(str(m) for m in await self.prompt_history()),
-            states="\n".join(self.states),
-            n_states=n - 1,
-            previous_state=self.rc.state,
-        )
+        prompt = await state_prompt(self, n)  # the newest history that fits the model's window
         try:
             next_state = await self.llm.choose(prompt, n)
         except InvalidChoice as exc:
@@ -481,7 +481,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         if todo is None:
             raise UsageError(f"{self._setting}: _act called with nothing to do")
         logger.info("{}: to do {}", self._setting, todo.name)
-        return await perform(self, todo, await self.prompt_history())
+        return await perform(self, todo, await history_for_action(self, todo, await self.prompt_history()))
 
     async def _react(self) -> Message | None:
         """Think then act, up to ``max_react_loop`` times; the last result is returned."""
@@ -520,7 +520,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         """Run one plan task: remember its instruction ``note``, then ``action`` on the history."""
         self.remember(note)
         if not self._overrides_act():
-            return await perform(self, action, await self.prompt_history())
+            return await perform(self, action, await history_for_action(self, action, await self.prompt_history()))
         self._set_state(self.actions.index(action))
         return await perform(self, action, invoke=self._act)
 
@@ -541,6 +541,9 @@ class Role(MetaGPTSDK, Inbox, Model):
         rc = self.rc
         if rc.state != -1 and not self.recovered:
             self._set_state(-1)  # left by a failed turn: this turn starts over
+        compaction = self._compaction or self.context.kwargs.get("compaction")
+        if compaction is not None:  # chosen by the user (Role or Team): older history becomes a summary
+            await compact(self, compaction)
         try:
             rsp = await (self._plan_and_act() if rc.react_mode == RoleReactMode.PLAN_AND_ACT else self._react())
         except BaseException:

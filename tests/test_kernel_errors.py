@@ -25,12 +25,14 @@ ARGS = {
     "ModelRequestsBlocked": ("OpenAILLM(model='gpt-4o')",),
     "ApprovalAnswered": ("run-1", "Coder-1", {"verdict": "approve", "by": "x", "at": 0.0}),
     "DamagedRun": ("run-1", 3, "message", "is not JSON"),
+    "ContextOverflow": (),
 }
 KWARGS = {
     "ReplayMismatch": {"role": "r", "action": "a", "recorded": {"last": "x"}, "asked": {"last": "y"}},
     "ReplayMissing": {"role": "r", "action": "a", "asked": {"last": "y"}},
     "ReplayError": {"role": "r", "action": "a", "asked": {"last": "y"}},
     "RunInUse": {"host": "h", "pid": 7, "since": 0.0},
+    "ContextOverflow": {"role": "r", "action": "a", "prompt_tokens": 9000, "max_tokens": 512, "window": 8192},
 }
 
 

@@ -133,6 +133,10 @@ class _ProviderConfig(BaseModel):
 
     model: str | None = None
     settings: LLMSettings = Field(default_factory=LLMSettings)
+    context_window: int | None = Field(
+        default=None, gt=0,
+        description="tokens one call may take (prompt + answer); default: what the provider knows of the model",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -26,7 +26,7 @@ from ..accounting.cost import Reservation, estimate_tokens, max_prompt_tokens
 from ..accounting.metering import Meter, current_meter
 from ..core.jsonutil import extract_json
 from ..core.settings import LLMSettings as LLMSettings  # re-exported: the seam's settings type
-from ..errors import LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseError, UsageError
+from ..errors import ContextOverflow, LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseError, UsageError
 from ..runs.events import LLMCallData, ResponseData
 from ..runs.log import FullRequest, current_action
 from .metagpt_calls import MetaGPTCalls
@@ -47,6 +47,7 @@ from .types import (  # the seam's data types: re-exported, see __all__
     to_messages,
     truncate_at_stop,
 )
+from .window import ContextWindow
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -80,7 +81,7 @@ def set_model_requests_allowed(allowed: bool | None) -> bool | None:
     return previous
 
 
-class BaseLLM(MetaGPTCalls, ABC):
+class BaseLLM(MetaGPTCalls, ContextWindow, ABC):
     """Abstract model provider. Subclasses implement :meth:`_complete`.
 
     Class attributes describe capabilities: ``supports_json_schema`` (the provider
@@ -202,7 +203,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         """``settings`` with a finite ``max_tokens`` (the provider's default when none is asked)."""
         if settings.max_tokens:
             return settings
-        limit = default_max_tokens or self.default_max_tokens
+        # a default (not asked for) leaves at least half the window to the prompt
+        limit = min(default_max_tokens or self.default_max_tokens, max(1, self.context_window // 2))
         if settings is self.settings:  # the common case, every call: made once
             cached = self.__dict__.get("_effective_default")
             if cached is None or cached[0] is not settings or cached[1] != limit:
@@ -245,6 +247,8 @@ class BaseLLM(MetaGPTCalls, ABC):
         if self.reaches_a_model and not model_requests_allowed():  # before anything reaches the model
             raise ModelRequestsBlocked(repr(self))
         reserved = self.default_max_tokens if max_tokens is None else max_tokens
+        if kind != "embed":  # nothing leaves the process when it cannot fit
+            await self._check_window(messages, reserved, request, role)
         costs = meter.cost_manager
         # until the model is known to stop at max_tokens (nothing to wait for when free or without a budget)
         alone = None if self.free or costs.max_budget is None else await costs.admit(self.model, free=self.free)
@@ -259,6 +263,8 @@ class BaseLLM(MetaGPTCalls, ABC):
                     self._attempt_failed(exc, messages=messages, partial=getattr(exc, "partial", ""),
                                          full=(messages, request, max_tokens) if log is not None else None,
                                          fingerprint=fp, request=summary, latency=time.monotonic() - started)
+                if isinstance(exc, ContextOverflow):  # the provider's own "context exceeded": name the call
+                    raise exc.located(role, current_action()) from exc
                 raise
             cost = self._record(messages, result.usage, result.text, reservation, meter)
         finally:

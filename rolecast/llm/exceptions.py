@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from ..core.jsonutil import check_depth
 from ..errors import (
     ConfigError,
+    ContextOverflow,
     LLMAPIError,
     LLMConnectionError,
     LLMRateLimitError,
@@ -75,6 +76,9 @@ def openai_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
     where = f" {url}" if url else ""
 
     def status_error(exc: Any) -> RolecastError:
+        if exc.status_code in (400, 413) and _context_exceeded(getattr(exc, "code", None), exc.message):
+            return ContextOverflow(detail=f"the model server answered HTTP {exc.status_code}: {exc.message}",
+                                   status_code=exc.status_code, body=_bounded_body(exc))
         if exc.status_code == 429:
             return LLMRateLimitError(f"rate limited (HTTP 429){_attempts_text(attempts())}: {exc.message}")
         return LLMAPIError(
@@ -127,11 +131,32 @@ def llama_error(error: Mapping[str, Any]) -> RolecastError:
     else, such as "request (9031 tokens) exceeds the available context size", is a refusal.
     """
     message = str(error.get("message") or dict(error))
+    if _context_exceeded(error.get("type"), message):
+        prompt, window = error.get("n_prompt_tokens"), error.get("n_ctx")
+        code = error.get("code")
+        return ContextOverflow(prompt_tokens=prompt if isinstance(prompt, int) else None,
+                               window=window if isinstance(window, int) else None,
+                               detail=f"the local model rejected the request: {message}",
+                               status_code=code if isinstance(code, int) else None, body=dict(error))
     if "grammar" in message.lower():
         return UsageError(f"llama.cpp cannot parse the grammar: {message}")
     code = error.get("code")
     return LLMAPIError(f"the local model rejected the request: {message}",
                        status_code=code if isinstance(code, int) else None, body=dict(error))
+
+
+#: how servers say a request does not fit: OpenAI's code, llama.cpp's error type and messages, vLLM's
+_CONTEXT_CODES = ("context_length_exceeded", "exceed_context_size_error")
+_CONTEXT_WORDS = ("context size has been exceeded", "exceeds the available context size",
+                  "maximum context length", "context length exceeded", "context_length_exceeded")
+
+
+def _context_exceeded(code: Any, message: Any) -> bool:
+    """Whether an error answer says the request does not fit the model's context window."""
+    if isinstance(code, str) and code in _CONTEXT_CODES:
+        return True
+    text = str(message or "").lower()
+    return any(words in text for words in _CONTEXT_WORDS)
 
 
 def llama_load_errors(path: str) -> AbstractContextManager[None]:

@@ -107,7 +107,11 @@ def provider_factory(name: str) -> ProviderFactory:
 
 def create_provider(name: str, config: Any, **kwargs: Any) -> BaseLLM:
     """Build a model of provider ``name`` from its configuration."""
-    return provider_factory(name)(config, **kwargs)
+    llm = provider_factory(name)(config, **kwargs)
+    window = getattr(config, "context_window", None)
+    if window:  # the configuration's window is over whatever the provider knows
+        llm.context_window = window
+    return llm
 
 
 __all__ = ["ENTRY_POINT_GROUP", "ProviderFactory", "create_provider", "provider_factory", "register_provider",

@@ -27,6 +27,7 @@ checkpoint          :class:`CheckpointData` — where ``Team.serialize`` saved t
 lineage             :class:`LineageData` — a fork (parent, round) or a rerun reusing a parent
 approval_requested  :class:`ApprovalRequestedData` — a deferred approval's question
 approval_decided    :class:`ApprovalDecidedData` — a person's answer to it
+history_fitted      :class:`HistoryFittedData` — a prompt left out older messages to fit the window
 ==================  =====================================================================
 
 Writers build these dicts (the types let a type checker hold them to the fields); readers get
@@ -69,6 +70,9 @@ TURN_STARTED = "turn_started"
 #: a role's answer to "which action next?" was not a valid choice; its turn ended ({"raw", "n_options", "error"})
 STATE_INVALID = "state_invalid"
 TURN_FINISHED = "turn_finished"
+#: a prompt left out older messages to fit the model's context window
+#: ({"purpose", "kept", "omitted", "window", "budget", "max_tokens"})
+HISTORY_FITTED = "history_fitted"
 TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
 RUN_STOPPED = "run_stopped"
@@ -89,7 +93,7 @@ DURABLE_KINDS = frozenset({
 })
 EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
-    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED,
+    ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED, HISTORY_FITTED,
 )
 
 
@@ -217,6 +221,18 @@ class TurnStartedData(TypedDict, total=False):
     pass
 
 
+class HistoryFittedData(TypedDict, total=False):
+    #: which prompt: "state", "action NAME", "compaction" …
+    purpose: str
+    #: the newest messages it kept, and the earlier ones it left out
+    kept: int
+    omitted: int
+    #: the model's context window, the tokens the history could use, the answer's room
+    window: int
+    budget: int
+    max_tokens: int
+
+
 class StateInvalidData(TypedDict, total=False):
     #: the model's answer to "which action next?", as it came
     raw: str
@@ -289,7 +305,7 @@ PAYLOADS: dict[str, type] = {
     "turn_finished": TurnFinishedData,
     "turn_failed": TurnFailedData, "round_finished": RoundFinishedData, "run_stopped": RunStoppedData,
     "checkpoint": CheckpointData, "lineage": LineageData, "approval_requested": ApprovalRequestedData,
-    "approval_decided": ApprovalDecidedData,
+    "approval_decided": ApprovalDecidedData, "history_fitted": HistoryFittedData,
 }
 
 
@@ -516,6 +532,7 @@ __all__ = [
     "DURABLE_KINDS",
     "EVENT_KINDS",
     "FORMAT_VERSION",
+    "HISTORY_FITTED",
     "LINEAGE",
     "LLM_CALL",
     "MESSAGE",

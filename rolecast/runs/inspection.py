@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..observe.printable import printable
 from .base import RunStore
 from .events import (
+    HISTORY_FITTED,
     LINEAGE,
     LLM_CALL,
     MESSAGE,
@@ -131,6 +132,9 @@ def _describe(event: RunEvent) -> str | None:
         n = int(d.get("n_options") or 0)
         return (f"  {role}: the answer to \"choose the next action\" was {_short(d.get('raw', ''), 200)!r}, "
                 f"not a number from -1 to {n - 1}: its turn ended")
+    if event.kind == HISTORY_FITTED:
+        return (f"  {role}: {printable(d.get('purpose', 'a prompt'))} left out {d.get('omitted')} earlier "
+                f"message(s), kept {d.get('kept')}, to fit the context window of {d.get('window')} tokens")
     if event.kind == TURN_FAILED:
         if d.get("type") == "ApprovalPending":  # (the turn waits for a person's answer: not a failure)
             return f"  {role} waits: {_short(d.get('error', ''))}"

@@ -35,7 +35,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -62,6 +62,7 @@ from ..base import (
 from ..exceptions import llama_error, llama_load_errors
 from ..repetition import RepetitionStop
 from .engine import INSTALL_HINT, EngineInfo, engine_installed, import_engine, probe, threads
+from .window import Admission, Tokenizer, trained_context
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_MAX_TOKENS = 512  # a 135M model rambles; keep answers (and latency) bounded
@@ -136,6 +137,8 @@ class _Engine:
     load_seconds: float
     mean_pooling: bool = False
     stats: EngineStats = field(default_factory=EngineStats)
+    tokenizer: Tokenizer | None = None  # counts in the model's tokens (its loopback port and key)
+    admission: Admission | None = None  # the slots share n_ctx: calls are admitted while they fit it
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards stats
 
     def enter(self) -> None:
@@ -213,7 +216,8 @@ def _load(
         params.cache_prompt = cache_mib > 0
         params.cache_ram_mib = int(cache_mib)
         # The engine always listens on a loopback port too; a random key keeps everyone else out of it.
-        params.api_keys = [secrets.token_urlsafe(24)]
+        key = secrets.token_urlsafe(24)
+        params.api_keys = [key]
         params.n_threads_http = 1
         if embedding:
             params.embedding = True
@@ -227,7 +231,8 @@ def _load(
         elapsed = time.perf_counter() - started
         logger.info("loaded {} in {:.1f} s", Path(path).name, elapsed)
         engine = _Engine(server, path, n_ctx, slots, (n_gen, n_batch), cache_mib > 0, info, elapsed,
-                         mean_pooling=mean_pooling)
+                         mean_pooling=mean_pooling, tokenizer=Tokenizer(server.listening_address, key),
+                         admission=Admission(n_ctx))
         if not _ENGINES:
             atexit.register(_close_all)
         _ENGINES[key] = engine
@@ -350,10 +355,18 @@ def _request(
             return True
         return False
 
+    # admitted when its prompt and answer fit beside the calls running (the slots share one context)
+    admission, tokenizer = engine.admission, engine.tokenizer
+    taken = 0
+    if admission is not None and tokenizer is not None and engine.n_parallel > 1:
+        need = tokenizer.count_chat(body["messages"]) + int(body.get("max_tokens") or 0)
+        taken = admission.enter(need, cancel)
     engine.enter()
     try:
         engine.server.handle_chat_completions(body, on_chunk)
     finally:
+        if admission is not None:
+            admission.leave(taken)
         usage = out.usage or Usage(out.prompt_tokens, len(out.pieces), estimated=True)
         engine.leave(usage, out.cached_tokens)
     return out
@@ -429,6 +442,30 @@ class LocalLLM(BaseLLM):
             params["model"] = cfg.model
         params.update(kwargs)
         return cls(**params)
+
+    # ------------------------------------------------------------------ the window
+    def _default_context_window(self) -> int:
+        """``n_ctx``, capped by the context the GGUF model was trained with."""
+        trained = trained_context(self.model_path)
+        return min(self.n_ctx, trained) if trained else self.n_ctx
+
+    async def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Counted by the engine's tokenizer (the safe estimate while model requests are off)."""
+        if not model_requests_allowed():
+            return await super().count_texts(texts)
+        return await self._counted(lambda tokenizer: [tokenizer.count(t) for t in texts])
+
+    async def count_tokens(self, messages: Messages) -> int:
+        if not model_requests_allowed():
+            return await super().count_tokens(messages)
+        return await self._counted(lambda tokenizer: tokenizer.count_chat(list(messages)))
+
+    async def _counted(self, work: Callable[[Tokenizer], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        engine = await loop.run_in_executor(_executor(), self._engine)
+        tokenizer = engine.tokenizer
+        assert tokenizer is not None  # every chat engine has one
+        return await loop.run_in_executor(_executor(), work, tokenizer)
 
     # ------------------------------------------------------------------ plumbing
     def _engine(self) -> _Engine:

@@ -1,0 +1,125 @@
+"""Benchmark: a long two-role debate on the embedded model, with and without compaction.
+
+    python bench/bench_long_run.py                          # 60 rounds, n_ctx 8192, both sides
+    python bench/bench_long_run.py --n-round 24 --n-ctx 1024 --compaction off --check
+
+Two debaters in ``react`` mode, two actions each (so the numeric state prompt carries the
+conversation and each action gets the history), on SmolLM2-135M-Instruct via
+``run_sync(n_round=...)``. Before rolecast fitted prompts to the window, this run died after
+about 8 of 24 rounds on ``n_ctx: 1024`` ("request exceeds the available context size").
+
+For each side it reports the rounds run, the model calls, the largest logged call (prompt +
+answer tokens, as the engine counted them), the earlier messages prompts left out, and the time
+per round over the run (means of the first and last tenth, and per tenth): flat, not growing
+with the history. ``--check`` exits 1 when a side ran fewer rounds than asked or logged a call
+over the window. Writes ``bench/results/long_run.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from actions import Action, UserRequirement  # noqa: E402
+from environment import Team  # noqa: E402
+from memory import Message  # noqa: E402
+from rolecast.core.settings import LLMSettings  # noqa: E402
+from rolecast.runs.events import HISTORY_FITTED, LLM_CALL, ROUND_FINISHED, RUN_STARTED  # noqa: E402
+from rolecast.runs.store import SQLiteRunStore  # noqa: E402
+from roles import Role  # noqa: E402
+from roles.fitting import Compaction  # noqa: E402
+
+TOPIC = "Should cities ban cars from their centres?"
+
+
+class Argue(Action):
+    name: str = "Argue"
+    desc: str = "make a new argument for your side"
+
+    async def run(self, history: list[Message]) -> str:
+        debate = "\n".join(str(m) for m in history)
+        return await self._aask(f"## DEBATE SO FAR\n{debate}\n## YOUR TURN\n{self.desc.capitalize()}, in 60 words:")
+
+
+class Rebut(Argue):
+    name: str = "Rebut"
+    desc: str = "answer your opponent's latest argument"
+
+
+def debater(name: str, side: str) -> Role:
+    return Role(name=name, profile="Debater", goal=f"argue {side} on: {TOPIC}", actions=[Argue(), Rebut()],
+                watch=[UserRequirement, Argue, Rebut], react_mode="react", max_react_loop=1)
+
+
+def one_side(n_round: int, n_ctx: int, compaction: bool, max_tokens: int, store_path: Path) -> dict[str, Any]:
+    from rolecast.llm.local.provider import LocalLLM
+
+    llm = LocalLLM(n_ctx=n_ctx, settings=LLMSettings(max_tokens=max_tokens) if max_tokens else None)
+    store = SQLiteRunStore(store_path)
+    team = Team(llm=llm, roles=[debater("Ada", "for"), debater("Ben", "against")], store=store,
+                compaction=Compaction() if compaction else None)
+    team.invest(1.0)
+    started = time.perf_counter()
+    team.run_sync(n_round=n_round, idea=TOPIC, send_to="Ada")
+    wall = time.perf_counter() - started
+    events = list(store.events(team.run_id))
+    calls = [e for e in events if e.kind == LLM_CALL and "response" in e.data]
+    sizes = [int(u.get("prompt_tokens", 0)) + int(u.get("completion_tokens", 0))
+             for u in (c.data["response"].get("usage") or {} for c in calls)]
+    rounds = [e for e in events if e.kind == ROUND_FINISHED]
+    start_ts = next(e.ts for e in events if e.kind == RUN_STARTED)
+    ends = [start_ts, *(e.ts for e in rounds)]
+    per_round = [b - a for a, b in itertools.pairwise(ends)]
+    tenth = max(1, len(per_round) // 10)
+    fitted = [e for e in events if e.kind == HISTORY_FITTED]
+    summaries = [c for c in calls if "Summarise the conversation" in json.dumps(c.data.get("request", ""))]
+    return {
+        "compaction": compaction, "n_ctx": n_ctx, "max_tokens": max_tokens or llm.default_max_tokens,
+        "rounds": len(rounds),
+        "calls": len(calls), "summary_calls": len(summaries), "largest_call_tokens": max(sizes, default=0),
+        "prompts_that_left_messages_out": len(fitted),
+        "most_left_out": max((int(e.data.get("omitted", 0)) for e in fitted), default=0),
+        "seconds": round(wall, 1),
+        "round_seconds_first_tenth": round(statistics.mean(per_round[:tenth]), 2) if per_round else None,
+        "round_seconds_last_tenth": round(statistics.mean(per_round[-tenth:]), 2) if per_round else None,
+        "round_seconds_by_tenth": [round(statistics.mean(per_round[i:i + tenth]), 2)
+                                   for i in range(0, len(per_round), tenth)],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-round", type=int, default=60)
+    parser.add_argument("--n-ctx", type=int, default=8192, help="the embedded model's window (default: its default)")
+    parser.add_argument("--max-tokens", type=int, default=0, help="an answer's room (0: the model's default, 512)")
+    parser.add_argument("--compaction", choices=["off", "on", "both"], default="both")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every round ran within the window")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "long_run.json")
+    args = parser.parse_args(argv)
+    sides = {"off": [False], "on": [True], "both": [False, True]}[args.compaction]
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        for i, compaction in enumerate(sides):
+            result = one_side(args.n_round, args.n_ctx, compaction, args.max_tokens, Path(folder) / f"runs{i}.db")
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    if args.check:
+        bad = [r for r in results if r["rounds"] < args.n_round or r["largest_call_tokens"] > args.n_ctx]
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""How many tokens a model can take at once, and how prompts are made to fit it.
+
+Every model knows its context window (:attr:`rolecast.llm.base.BaseLLM.context_window`):
+
+1. ``context_window:`` in the configuration (or ``llm.context_window = n``), over
+2. what the provider knows (the embedded model: its ``n_ctx``, capped by the GGUF's trained
+   context), over
+3. :data:`MODEL_WINDOWS`, a table of known models' windows (longest matching name prefix), else
+4. :data:`DEFAULT_CONTEXT_WINDOW`, a conservative default for a model nobody describes.
+
+Providers added later inherit the table and the hook (``_default_context_window``); one that
+knows better overrides the hook.
+
+:func:`fit_history` is how the framework's own prompts fit by construction: the fixed parts (system
+prompt, instruction, room for ``max_tokens``) are never cut; the newest history items that fit
+beside them are kept, in order; the number left out is said in the prompt (:func:`omitted_note`)
+and recorded in the run log by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..accounting.cost import max_prompt_tokens
+from ..errors import ContextOverflow, UsageError
+from ..runs.log import current_action
+from .types import Messages, messages_text
+
+#: the window of a model nobody describes (configure ``context_window:`` for it): 8,192 tokens, what the
+#: open models served by Ollama, vLLM or llama.cpp have at the least today (Llama 3, Gemma 2, SmolLM2),
+#: and half of GPT-3.5's. An answer without max_tokens of its own gets at most half of it.
+DEFAULT_CONTEXT_WINDOW = 8192
+
+#: known models' windows by name prefix (the longest matching prefix wins; case-insensitive; a
+#: ``vendor/`` or ``vendor:`` path before the name is ignored). Published figures, input + output.
+MODEL_WINDOWS: dict[str, int] = {
+    # OpenAI
+    "gpt-3.5-turbo": 16_385,
+    "gpt-3.5-turbo-instruct": 4_096,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4-1106": 128_000,
+    "gpt-4-0125": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.5": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "chatgpt-4o": 128_000,
+    # Anthropic
+    "claude-2": 100_000,
+    "claude-3": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-haiku-4": 200_000,
+    "claude": 200_000,
+    # Google
+    "gemini-1.0-pro": 32_760,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0": 1_048_576,
+    "gemini-2.5": 1_048_576,
+    "gemma-2": 8_192,
+    "gemma-3": 131_072,
+    # open models as servers name them (Ollama, vLLM, llama.cpp)
+    "llama-3": 8_192,
+    "llama3": 8_192,
+    "llama-3.1": 131_072,
+    "llama3.1": 131_072,
+    "llama-3.2": 131_072,
+    "llama3.2": 131_072,
+    "llama-3.3": 131_072,
+    "llama3.3": 131_072,
+    "mistral": 32_768,
+    "mixtral": 32_768,
+    "qwen2": 32_768,
+    "qwen2.5": 32_768,
+    "qwen3": 40_960,
+    "phi3": 4_096,
+    "phi-3": 4_096,
+    "phi4": 16_384,
+    "deepseek-chat": 65_536,
+    "deepseek-reasoner": 65_536,
+    "smollm2": 8_192,
+}
+
+
+def known_window(model: str) -> int | None:
+    """The window :data:`MODEL_WINDOWS` gives ``model`` (longest prefix), or None."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    best = ""
+    for prefix in MODEL_WINDOWS:
+        if name.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return MODEL_WINDOWS[best] if best else None
+
+
+def estimate_prompt_tokens(text: str, messages: int = 1) -> int:
+    """A safe (high) count of ``text``'s tokens where no tokenizer is at hand: three ASCII characters a
+    token, two tokens for any other character, a few per chat message (see ``max_prompt_tokens``)."""
+    return max_prompt_tokens(text, messages)
+
+
+class ContextWindow:
+    """The context-window part of :class:`~rolecast.llm.base.BaseLLM` (mixed into it): every provider
+    inherits the window (configured, known or the default), token counting and the check made before a
+    request leaves."""
+
+    model: str
+
+    @property
+    def context_window(self) -> int:
+        """How many tokens one call may take, prompt and answer together: as configured
+        (``context_window:``), else what the provider knows (:meth:`_default_context_window`)."""
+        configured = self.__dict__.get("_context_window")
+        return configured if configured else self._default_context_window()
+
+    @context_window.setter
+    def context_window(self, tokens: int | None) -> None:
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise UsageError(f"context_window must be a positive number of tokens (or None), not {tokens!r}")
+        self.__dict__["_context_window"] = tokens
+
+    def _default_context_window(self) -> int:
+        """The window when none is configured: the table of known models
+        (:data:`~rolecast.llm.window.MODEL_WINDOWS`), else a conservative default. Providers that
+        know their model's window (the embedded engine's ``n_ctx``) override this."""
+        return known_window(self.model) or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def context_window_known(self) -> bool:
+        """Whether the window is configured or known (False: the conservative default is a guess)."""
+        return bool(self.__dict__.get("_context_window")) or type(self)._default_context_window is not \
+            ContextWindow._default_context_window or known_window(self.model) is not None
+
+    async def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text in this model's tokens: its tokenizer where the provider has one, else a
+        safe (high) estimate. Framework prompts are fitted with these counts."""
+        return [estimate_prompt_tokens(t, 0) for t in texts]
+
+    async def count_tokens(self, messages: Messages) -> int:
+        """The prompt tokens of ``messages`` as this model would count them (chat framing included)."""
+        return estimate_prompt_tokens(messages_text(messages), len(messages))
+
+    async def _check_window(self, messages: Messages, max_tokens: int, request: dict[str, Any], role: str) -> None:
+        """Raise :class:`~rolecast.errors.ContextOverflow` when the prompt and ``max_tokens`` cannot fit
+        the window: before anything is sent, never retried."""
+        window = self.context_window
+        cheap = estimate_prompt_tokens(messages_text(messages), len(messages))
+        tools, schema = request.get("tools"), request.get("schema")
+        extra = estimate_prompt_tokens(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
+        if cheap + extra + max_tokens <= window:  # the safe estimate fits: no need to count exactly
+            return
+        prompt = await self.count_tokens(messages) + extra
+        if prompt + max_tokens > window:
+            raise ContextOverflow(role=role, action=current_action(), prompt_tokens=prompt, max_tokens=max_tokens,
+                                  window=window, model=self.model)
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Fitted:
+    """What :func:`fit_history` kept: the items, in order, and how many older ones were left out."""
+
+    kept: list
+    omitted: int
+    budget: int  # tokens the history could use
+    used: int  # tokens the kept items take
+
+
+def fit_history(items: Sequence[T], budget: int, cost: Callable[[T], int]) -> Fitted:
+    """The newest ``items`` whose costs add up to at most ``budget``, oldest first.
+
+    Counting stops at the first item (from the newest) that does not fit: what is kept is always a
+    contiguous tail of the history, so a conversation never has holes in it.
+    """
+    used = 0
+    start = len(items)
+    for i in range(len(items) - 1, -1, -1):
+        c = cost(items[i])
+        if used + c > budget:
+            break
+        used += c
+        start = i
+    return Fitted(list(items[start:]), start, max(0, budget), used)
+
+
+def omitted_note(n: int) -> str:
+    """The line a prompt carries where ``n`` earlier messages were left out to fit the window."""
+    return f"[{n} earlier message{'s' if n != 1 else ''} left out to fit the context window]"
+
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "ContextWindow", "Fitted", "estimate_prompt_tokens", "fit_history",
+    "known_window", "omitted_note",
+]

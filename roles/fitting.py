@@ -1,0 +1,221 @@
+"""A role's prompts fit its model's context window by construction, and its history may be compacted.
+
+:func:`fit_history_for` keeps the newest messages of a history that fit beside the parts of a prompt
+that are never cut — the system prompt, the instruction, and room for the answer (``max_tokens``) —
+counted in the model's own tokens (:meth:`~rolecast.llm.base.BaseLLM.count_texts`). What was left out
+is said in the prompt (:func:`~rolecast.llm.window.omitted_note`) and recorded in the run log
+(a ``history_fitted`` event: ``rolecast runs show`` and the studio list it).
+
+:class:`Compaction` (``Role(compaction=...)`` or ``Team(compaction=...)``) keeps long runs whole
+instead: once a role's history passes ``share`` of the window, its older messages are summarised by
+a model (the role's own, or a named service) into one marked message kept in memory: prompts then
+carry that summary and the newer messages (:func:`compacted_view`); nothing is deleted.
+The summary is an ordinary model call (metered, budgeted, in the run log), so a resumed or forked
+run is answered it from the log and keeps the same summary, without asking a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memory import Message
+from rolecast.errors import UsageError
+from rolecast.llm.base import BaseLLM, Messages
+from rolecast.llm.window import fit_history, omitted_note
+from rolecast.runs.events import HISTORY_FITTED
+
+from .prompts import STATE_TEMPLATE
+
+if TYPE_CHECKING:
+    from .role import Role
+
+#: tokens kept free besides the counted parts: joins between texts can tokenize a little differently
+SAFETY_TOKENS = 16
+#: what an action's own words (its template, its instruction) may take, as a share of the window,
+#: when the framework hands it the history: the history gets the rest, less the answer's room
+ACTION_SHARE = 0.125
+#: ``cause_by`` of a compaction's summary in memory
+COMPACTED = "rolecast.compaction"
+
+SUMMARY_PROMPT = """Summarise the conversation below for a participant who will continue it.
+Keep every decision, claim, number, name and open question; drop greetings and repetition.
+Write at most {words} words, as plain sentences.
+===
+{history}
+===
+Summary:"""
+
+
+def answer_room(llm: BaseLLM, kind: str = "complete") -> int:
+    """The tokens a call of ``kind`` (``complete`` or ``choose``) reserves for its answer."""
+    default = llm.choice_max_tokens if kind == "choose" else None
+    return int(llm._effective(llm.settings, default).max_tokens or 0)
+
+
+@dataclass
+class FittedHistory:
+    """The history a prompt carries, and what it says about the part left out."""
+
+    messages: list[Message]
+    omitted: int
+
+    @property
+    def note(self) -> str:
+        return omitted_note(self.omitted) if self.omitted else ""
+
+    def text(self, sep: str = "\n") -> str:
+        """The kept messages as prompt lines, after the note when some were left out."""
+        lines = [str(m) for m in self.messages]
+        return sep.join([self.note, *lines] if self.omitted else lines)
+
+
+async def fit_history_for(
+    role: Role | None, llm: BaseLLM, history: Sequence[Message], fixed: Messages, max_tokens: int, *,
+    purpose: str, reserve: int = 0,
+) -> FittedHistory:
+    """The newest messages of ``history`` that fit beside ``fixed`` (the prompt without its history),
+    ``reserve`` more tokens and ``max_tokens``; what was left out is logged for ``role``."""
+    items = list(history)
+    if not items:
+        return FittedHistory([], 0)
+    window = llm.context_window
+    fixed_tokens = await llm.count_tokens(fixed)
+    note_tokens = (await llm.count_texts([omitted_note(len(items))]))[0] + 1
+    budget = window - max_tokens - fixed_tokens - reserve - note_tokens - SAFETY_TOKENS
+    costs = await llm.count_texts([str(m) for m in items])
+    by_id = {id(m): c + 1 for m, c in zip(items, costs, strict=True)}  # +1: the line break between messages
+    fitted = fit_history(items, budget, lambda m: by_id[id(m)])
+    if fitted.omitted and role is not None:
+        log = role.context.run_log
+        if log is not None:
+            log.emit(HISTORY_FITTED, {
+                "purpose": purpose, "kept": len(fitted.kept), "omitted": fitted.omitted, "window": window,
+                "budget": max(0, budget), "max_tokens": max_tokens,
+            }, role=role.name)
+    return FittedHistory(fitted.kept, fitted.omitted)
+
+
+async def history_for_action(role: Role, action: Any, history: Sequence[Message]) -> list[Message]:
+    """The history handed to ``action``: the newest messages that fit its model's window beside the
+    role's system prompt, an eighth of the window for the action's own words and its answer's room.
+    When messages were left out, the first one handed is a note saying how many."""
+    llm = getattr(action, "llm", None) or role.llm
+    if not isinstance(llm, BaseLLM) or not history:
+        return list(history)
+    window = llm.context_window
+    fixed: Messages = [{"role": "system", "content": getattr(action, "prefix", "") or ""},
+                       {"role": "user", "content": ""}]
+    fitted = await fit_history_for(role, llm, history, fixed, answer_room(llm), purpose=f"action {action.name}",
+                                   reserve=max(64, int(window * ACTION_SHARE)))
+    if not fitted.omitted:
+        return fitted.messages
+    note = Message(content=fitted.note, role="system", sent_from="rolecast", cause_by=COMPACTED,
+                   id=f"omitted-{fitted.omitted}")
+    return [note, *fitted.messages]
+
+
+async def state_prompt(role: Role, n: int) -> str:
+    """The numeric state-selection prompt (MetaGPT's ``STATE_TEMPLATE``) with the newest history that
+    fits the role's model beside the identity, the stages and the answer's room."""
+    def prompt(history: str) -> str:
+        return role._get_prefix() + STATE_TEMPLATE.format(
+            history=history, states="\n".join(role.states), n_states=n - 1, previous_state=role.rc.state)
+
+    llm = role.llm
+    fitted = await fit_history_for(role, llm, await role.prompt_history(), [{"role": "user", "content": prompt("")}],
+                                   answer_room(llm, "choose"), purpose="state")
+    return prompt(fitted.text())
+
+
+# ------------------------------------------------------------------ compaction
+@dataclass
+class Compaction:
+    """Summarise a role's older messages once its history passes ``share`` of the window.
+
+    ``keep`` newest messages stay as they are; the rest become one summary message (``cause_by``
+    :data:`COMPACTED`, ``metadata["compacted"]`` the number it replaced) of at most ``words`` words.
+    ``llm`` is the model that writes it: None for the role's own, a service name from the
+    configuration, or a model.
+    """
+
+    share: float = 0.6
+    keep: int = 4
+    words: int = 120
+    llm: Any = None
+
+    def __post_init__(self) -> None:
+        if not 0.05 <= self.share <= 0.95:
+            raise UsageError(f"Compaction(share=...) is a share of the window between 0.05 and 0.95, not {self.share}")
+        if self.keep < 1 or self.words < 10:
+            raise UsageError("Compaction needs keep >= 1 and words >= 10")
+
+    def model_for(self, role: Role) -> BaseLLM:
+        if self.llm is None:
+            return role.llm
+        if isinstance(self.llm, BaseLLM):
+            return self.llm
+        if isinstance(self.llm, str):
+            return role.context.llm(self.llm)
+        raise UsageError(f"Compaction(llm=...) takes None, a service name or a model, not {self.llm!r}")
+
+
+def as_compaction(value: Any) -> Compaction | None:
+    """``True`` (the defaults), a :class:`Compaction`, a dict of its fields, or None/False (off)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return Compaction()
+    if isinstance(value, Compaction):
+        return value
+    if isinstance(value, dict):
+        try:
+            return Compaction(**value)
+        except TypeError as exc:
+            raise UsageError(f"compaction: {exc} (fields: share, keep, words, llm)") from None
+    raise UsageError(f"compaction must be True, False, a Compaction or a dict of its fields, not {value!r}")
+
+
+def compacted_view(history: Sequence[Message]) -> list[Message]:
+    """The history as prompts see it: after a compaction, its newest summary and the messages it kept
+    (and those that came later); nothing is deleted from memory."""
+    for i in range(len(history) - 1, -1, -1):
+        summary = history[i]
+        if summary.cause_by == COMPACTED and "kept_from" in summary.metadata:
+            kept_from = summary.metadata["kept_from"]
+            start = next((j for j, m in enumerate(history) if m.id == kept_from), i)
+            return [summary, *(m for m in history[start:] if m is not summary)]
+    return list(history)
+
+
+async def compact(role: Role, compaction: Compaction) -> Message | None:
+    """Summarise the role's older messages when its history passes the share of the window: the
+    summary (a marked message added to memory, see :func:`compacted_view`), or None when not needed."""
+    history = compacted_view(role.rc.history)
+    if len(history) <= compaction.keep + 1:
+        return None
+    llm = compaction.model_for(role)
+    window = role.llm.context_window
+    tokens = sum(await role.llm.count_texts([str(m) for m in history])) + len(history)
+    if tokens <= compaction.share * window:
+        return None
+    older = history[: len(history) - compaction.keep]
+    prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
+    fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
+                                   answer_room(llm), purpose="compaction")
+    summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
+    replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
+    digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
+    message = Message(
+        content=f"[summary of {replaced} earlier messages]\n{summary}", role="system", sent_from=role.name,
+        cause_by=COMPACTED, id=f"summary-{digest}", send_to={role.name},
+        metadata={"compacted": replaced, "kept_from": history[len(older)].id},
+    )
+    role.rc.memory.add(message)
+    return message
+
+
+__all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
+           "compacted_view", "fit_history_for", "history_for_action", "state_prompt"]
