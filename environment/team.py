@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,7 +21,6 @@ from rolecast.core.models import Model
 from rolecast.errors import ApprovalPending, BudgetExceeded, DeadlineExceeded, NestedEventLoopError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.observe.console import RunConsole, open_console
-from rolecast.runs.approvals import EXIT_WAITING
 from rolecast.runs.binding import claim_binding
 from rolecast.runs.events import RunStoppedData
 from rolecast.runs.ids import check_run_id
@@ -41,38 +39,13 @@ from rolecast.runs.store import (
     open_store,
 )
 from roles import Role
-from roles.role import refuse_roles_that_do_nothing
+from roles.checks import refuse_roles_that_do_nothing
 from roles.fitting import as_compaction
 
 from .environment import Environment
-from .ray_runtime import RayRuntime
 from .runtime import Runtime
 from .serialize import dump_costs, dump_role, is_plain_dump, load_costs, load_role, read_team, write_team
-
-
-def _runtime(runtime: str | Runtime | None) -> Runtime | None:
-    """A runtime from what a user passed: None or ``"local"`` (in-process), ``"ray"``, or a runtime."""
-    if runtime is None or runtime == "local":
-        return None
-    if runtime == "ray":
-        return RayRuntime()
-    if isinstance(runtime, Runtime):
-        return runtime
-    raise UsageError(f"runtime must be 'local', 'ray' or a Runtime object, not {runtime!r}")
-
-
-#: ``Team(on_error=...)``: what a failing role does to the run (see :class:`Team`)
-OnError = Literal["stop", "continue", "recover"]
-ON_ERROR: tuple[str, ...] = ("stop", "continue", "recover")
-
-
-def default_on_error() -> str:
-    """``on_error`` when a team is given none: ``$ROLECAST_ON_ERROR``, else ``"stop"``."""
-    value = os.environ.get("ROLECAST_ON_ERROR", "stop")
-    if value not in ON_ERROR:
-        raise UsageError(f'ROLECAST_ON_ERROR={value!r}: choose "stop", "continue" or "recover"')
-    return value
-
+from .team_parts import ON_ERROR, History, OnError, _check_budget_value, _check_idea, _runtime, default_on_error
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
@@ -83,46 +56,22 @@ INIT_KEYWORDS = frozenset(
 )
 
 
-class History(list[Message]):
-    """The messages of a run, oldest first.
-
-    A list of :class:`~memory.Message`; its text (``str(history)``) is one message per
-    line, and ``"text" in history`` looks for the text in it — as in MetaGPT, whose run
-    history was that text — or for a sender of that name (``"Alex" in history``: Alex spoke).
-
-    ``status`` is ``"finished"``, or ``"waiting"`` when the run paused for a deferred approval
-    (:meth:`rolecast.control.approval.Approval.deferred`; ``pending`` names it); ``exit_code`` is what a
-    script exits with (0, or :data:`EXIT_WAITING`).
-    """
-
-    status: str = "finished"
-    pending: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_WAITING if self.status == "waiting" else 0
-
-    def __str__(self) -> str:
-        return "\n".join(str(m) for m in self)
-
-    def __contains__(self, item: object) -> bool:
-        if isinstance(item, str):
-            return item in str(self) or any(m.sent_from == item for m in self)
-        return super().__contains__(item)
-
-
-def _check_idea(idea: Any, method: str) -> str:
-    """The user's idea: text with something in it (``None`` would let the model invent a task)."""
-    if not isinstance(idea, str) or not idea.strip():
-        raise UsageError(f"{method}() takes the idea as text, such as 'write a snake game'; not {idea!r:.80}")
-    return idea
-
-
-def _check_budget_value(investment: Any) -> float:
-    if isinstance(investment, bool) or not isinstance(investment, (int, float)) or not math.isfinite(investment) \
-            or investment < 0:
-        raise UsageError(f"the investment is a budget in dollars, a number >= 0; not {investment!r}")
-    return float(investment)
+def _claimed_run(
+    team_class: str, store: Any, run_id: str | None, reuse: str | None, fork: str | None
+) -> tuple[Any, str | None, str | None, dict[str, str]]:
+    """``(store, run_id, reuse, tags)`` of a team given no run of its own: the run a runner bound for
+    it (``rolecast eval``'s factory call), else under ``rolecast runs rerun`` (``$ROLECAST_REUSE``) the
+    parent's rerun for the first team like the parent's; else as given."""
+    tags: dict[str, str] = {}
+    if reuse is None and fork is None and run_id in (None, ""):
+        bound = claim_binding()
+        if bound is not None:
+            store, run_id, reuse, tags = bound.store, bound.run_id, bound.reuse, dict(bound.tags)
+    if reuse is None and fork is None and run_id in (None, "") and store is not None:
+        claimed = claim_rerun(team_class, configured_store() if store is DEFAULT else store)
+        if claimed is not None:
+            reuse, run_id = claimed
+    return store, run_id, reuse, tags
 
 
 @checks_keywords
@@ -236,16 +185,7 @@ class Team(Model):
             raise UsageError("Team(fork=..., reuse=...): a run is a fork of one run or reuses one, not both")
         if (fork is None) != (at is None):
             raise UsageError("Team(fork=RUN, at=ROUND): a fork needs both the run and the round")
-        tags: dict[str, str] = {}
-        if reuse is None and fork is None and run_id in (None, ""):
-            bound = claim_binding()  # built by a runner's factory call (rolecast eval): its run
-            if bound is not None:
-                store, run_id, reuse, tags = bound.store, bound.run_id, bound.reuse, dict(bound.tags)
-        if reuse is None and fork is None and run_id in (None, "") and store is not None:
-            # under `rolecast runs rerun` ($ROLECAST_REUSE): the first team like the parent's reruns it
-            claimed = claim_rerun(type(self).__name__, configured_store() if store is DEFAULT else store)
-            if claimed is not None:
-                reuse, run_id = claimed
+        store, run_id, reuse, tags = _claimed_run(type(self).__name__, store, run_id, reuse, fork)
         if store is None and (fork is not None or reuse is not None):
             raise UsageError("a fork or a rerun that reuses a run reads that run from a store: give Team(store=...)")
         if "investment" in data:

@@ -21,7 +21,7 @@ remembered once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from loguru import logger
@@ -53,6 +53,7 @@ from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
+from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # noqa: F401 - re-exported
 from .fitting import Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
@@ -64,52 +65,6 @@ INIT_KEYWORDS = frozenset(
     {"llm", "context", "config", "actions", "watch", "react_mode", "max_react_loop", "long_term_memory",
      "compaction"}
 )
-
-def _action_classes() -> list[type[Action]]:
-    found, todo = [], [Action]
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
-
-
-def watched_name(value: Any, who: str) -> str:
-    """What ``watch=`` keeps for ``value``: a class's or instance's dotted path, a dotted string as it
-    is, and a bare name (``"UserRequirement"``) as the one Action class of that name (a UsageError
-    when none or several have it: a name that matches no message would be ignored in silence)."""
-    if not isinstance(value, str) or "." in value:
-        return any_to_str(value)
-    paths = sorted({any_to_str(c) for c in _action_classes() if c.__name__ == value})
-    if len(paths) == 1:
-        return paths[0]
-    if paths:
-        raise UsageError(f"{who}: watch={value!r} is ambiguous: {', '.join(paths)} are all called that; "
-                         "watch the class itself or its dotted path")
-    raise UsageError(f"{who}: watch={value!r} names no Action class (none by that name is defined yet); "
-                     "watch takes Action classes, instances or dotted paths such as 'actions.action.UserRequirement'")
-
-
-def refuse_roles_that_do_nothing(roles: Iterable[Any]) -> None:
-    """A UsageError naming the roles with no actions and no ``_act`` of their own (when a run starts:
-    they would never answer, and the run would end as if they had nothing to say)."""
-    idle = [r.name for r in roles if getattr(r, "_does_nothing", lambda: False)()]
-    if idle:
-        raise UsageError(f"{', '.join(idle)} {'has' if len(idle) == 1 else 'have'} no actions and no _act of "
-                         "its own: it would never answer; give it actions=[...] or override _act")
-
-
-def _action_list(actions: Any, role: Any) -> list[Any]:
-    """``actions=`` as a list: one action (an instance or a class) means a list of one; a string,
-    a mapping or a non-iterable is a UsageError saying what is expected."""
-    if isinstance(actions, Action) or (isinstance(actions, type) and issubclass(actions, Action)):
-        return [actions]
-    if isinstance(actions, (str, bytes, Mapping)) or not isinstance(actions, Iterable):
-        who = getattr(role, "name", "") or type(role).__name__
-        raise UsageError(f"{who}: actions= takes a list of Action instances or classes, "
-                         f"not {type(actions).__name__} {actions!r:.80}")
-    return list(actions)
-
 
 @checks_keywords
 class Role(MetaGPTSDK, Inbox, Model):
