@@ -216,8 +216,8 @@ def _load(
         params.cache_prompt = cache_mib > 0
         params.cache_ram_mib = int(cache_mib)
         # The engine always listens on a loopback port too; a random key keeps everyone else out of it.
-        key = secrets.token_urlsafe(24)
-        params.api_keys = [key]
+        api_key = secrets.token_urlsafe(24)  # (not ``key``: that names this engine in _ENGINES)
+        params.api_keys = [api_key]
         params.n_threads_http = 1
         if embedding:
             params.embedding = True
@@ -231,7 +231,7 @@ def _load(
         elapsed = time.perf_counter() - started
         logger.info("loaded {} in {:.1f} s", Path(path).name, elapsed)
         engine = _Engine(server, path, n_ctx, slots, (n_gen, n_batch), cache_mib > 0, info, elapsed,
-                         mean_pooling=mean_pooling, tokenizer=Tokenizer(server.listening_address, key),
+                         mean_pooling=mean_pooling, tokenizer=Tokenizer(server.listening_address, api_key),
                          admission=Admission(n_ctx))
         if not _ENGINES:
             atexit.register(_close_all)
