@@ -62,6 +62,9 @@ MAX_INSTRUCTION = 160
 UTF8_MAX = 4
 #: without a grammar the plan's length is the model's choice
 WRITE_PLAN_SETTINGS = LLMSettings(max_tokens=1024)
+#: tokens kept beside the planning prompt for what a structured call adds to it (the schema, the
+#: chat template's markers), when the plan's budget is cut to the window
+PLAN_PROMPT_MARGIN = 512
 
 
 def plan_token_bound(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[str] = ()) -> int:
@@ -214,7 +217,12 @@ class WritePlan(Action):
         # under the DAG grammar the longest plan is known, and the budget holds it whole
         budget = WRITE_PLAN_SETTINGS
         if dag:
-            budget = LLMSettings(max_tokens=plan_token_bound(names, self.max_tasks, done_ids))
+            # the longest admissible plan, within what the model's window leaves beside the prompt (and
+            # its schema and template, PLAN_PROMPT_MARGIN): a plan is far shorter than the longest one
+            bound = plan_token_bound(names, self.max_tasks, done_ids)
+            prompt_tokens = await llm.count_tokens([{"role": "user", "content": prompt}])
+            room = llm.context_window - prompt_tokens - PLAN_PROMPT_MARGIN
+            budget = LLMSettings(max_tokens=max(WRITE_PLAN_SETTINGS.max_tokens or 0, min(bound, room)))
 
         def check(value: BaseModel) -> None:
             plan = _to_plan(goal, value)

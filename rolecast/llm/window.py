@@ -155,6 +155,8 @@ class ContextWindow:
         window = self.context_window
         cheap = estimate_prompt_tokens(messages_text(messages), len(messages))
         tools, schema = request.get("tools"), request.get("schema")
+        if getattr(self, "grammar_constrained", False):
+            schema = None  # a grammar constrains the answer: the schema is not in the prompt's tokens
         extra = estimate_prompt_tokens(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
         if cheap + extra + max_tokens <= window:  # the safe estimate fits: no need to count exactly
             return
