@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from actions import Action
 from environment import Team
 from rolecast.errors import RunInUse
 from rolecast.runs import LLM_CALL, MESSAGE, RUN_STARTED, MemoryRunStore, SQLiteRunStore
@@ -73,15 +74,20 @@ def test_the_heartbeat_renews_the_lease_while_the_run_lives(tmp_path):
     store.close()
 
 
+class Say(Action):
+    async def run(self, history):
+        return await self._aask("say something")
+
+
 async def test_a_team_holds_its_run_while_it_runs_and_gives_it_back_after(tmp_path):
     db = tmp_path / "runs.db"
-    team = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A")])
+    team = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A", actions=[Say])])
     log = team.run_log
     with pytest.raises(RunInUse):
         Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held").run_log  # noqa: B018
     await team.run(1, idea="x")
     assert SQLiteRunStore(db).holder("held") is None  # given back: a later script resumes it
-    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A")])
+    again = Team(llm=FunctionLLM(lambda m: "ok"), store=db, run_id="held", roles=[Role(name="A", actions=[Say])])
     await again.run(1, idea="x")
     assert log.lease is not None and not log.lease.held
 

@@ -41,7 +41,7 @@ import difflib
 import functools
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -457,6 +457,18 @@ _TAGGED: dict[str, type[BaseModel]] = {
 }
 
 
+#: words in a setting's name that mark it secret: its value is never shown in an error
+_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "auth", "cookie")
+
+
+def _may_show(loc: Sequence[str], value: Any) -> bool:
+    """Whether an error may show the value it got: a short plain value of a setting whose name (or any
+    name above it) is not secret-like — never a key, and never a mapping or list that could hold one."""
+    names = [part.lower() for part in loc]
+    secret = any(w in name and not name.endswith("tokens") for name in names for w in _SECRET_WORDS)
+    return not secret and isinstance(value, (int, float, bool, str)) and len(repr(value)) <= 80
+
+
 def explain(exc: ValidationError) -> str:
     """A configuration's validation errors, one line each, as the user wrote the keys: ``llm.n_thread``
     (not pydantic's ``llm.local.n_thread``, whose middle part is the provider it was read as), and
@@ -478,7 +490,7 @@ def explain(exc: ValidationError) -> str:
             message = f"unknown setting{f' (did you mean {close[0]!r}?)' if close else ''}; " \
                       f"{'this section takes' if section is not Config else 'the top level takes'} " \
                       f"{', '.join(sorted(known))}"
-        elif "input" in error and error["type"] != "missing":
+        elif "input" in error and error["type"] != "missing" and _may_show(loc, error["input"]):
             message += f" (got {error['input']!r})"
         lines.append(f"  {where}: {message}")
     return "\n".join(lines)
