@@ -293,6 +293,12 @@ async def _run_missing(
             logger.info("eval {} did not finish: going on with it", latest)
         else:
             eval_id = new_eval_id(evalset, repeats)
+            # a second eval of the same plan within the same second (a quick scripted team, or an A/B
+            # run right after its baseline) must not take the first one's finished runs for its own
+            taken, n = eval_id, 1
+            while eval_runs(store, eval_id):
+                n += 1
+                eval_id = f"{taken}-{n}"
     planned = {(c.id, n): run_id_of(eval_id, c.id, n) for c in evalset.cases for n in range(1, repeats + 1)}
     todo = []
     found = 0
