@@ -56,9 +56,21 @@ class Rebut(Argue):
     desc: str = "answer your opponent's latest argument"
 
 
+class Debater(Role):
+    """A react-mode debater that never leaves the debate: when the state prompt's answer is -1 (the
+    135M model's "done", which its batching on a busy machine makes more or less likely), it rebuts.
+    The run measures the window over a long run, not when a small model decides to stop."""
+
+    async def _think(self) -> bool:
+        if await super()._think():
+            return True
+        self._set_state(len(self.actions) - 1)
+        return True
+
+
 def debater(name: str, side: str) -> Role:
-    return Role(name=name, profile="Debater", goal=f"argue {side} on: {TOPIC}", actions=[Argue(), Rebut()],
-                watch=[UserRequirement, Argue, Rebut], react_mode="react", max_react_loop=1)
+    return Debater(name=name, profile="Debater", goal=f"argue {side} on: {TOPIC}", actions=[Argue(), Rebut()],
+                   watch=[UserRequirement, Argue, Rebut], react_mode="react", max_react_loop=1)
 
 
 def one_side(n_round: int, n_ctx: int, compaction: bool, max_tokens: int, store_path: Path) -> dict[str, Any]:
