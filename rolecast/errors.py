@@ -16,6 +16,7 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── ApprovalAnswered        a deferred approval was answered already (the first answer holds)
     │   ├── UnsafeCommand           a run's recorded command is not a Python script rolecast would record
     │   ├── DataError               saved data (a message, a memory, a plan file) cannot be read
+    │   │   └── BodyTooLarge        an HTTP request's body (sent without a length) grew past the limit
     │   └── EvalsetError            an evalset file has an unknown key or check, or a bad value
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -47,7 +48,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     └── ControlFlow                 signals, not failures
         ├── InvocationCancelled     a hook cancelled an action / tool / function call
         ├── HumanStopped            the person playing a role ended the run (exit / end of input)
-        └── ApprovalPending         a deferred approval waits for a person's answer (the run pauses)
+        ├── ApprovalPending         a deferred approval waits for a person's answer (the run pauses)
+        └── Abandoned               a studio comparison was stopped: the client that asked for it left
 
 Errors keep what they are about as attributes (``raw`` text, ``spent`` / ``limit``,
 the ``role`` and ``action``) and chain the original exception as ``__cause__``;
@@ -155,6 +157,11 @@ class DataError(UsageError):
     Not JSON, nested too deep, or not the shape of the thing it should be; the
     original error is ``__cause__``.
     """
+
+
+class BodyTooLarge(DataError):
+    """A request's body sent to ``rolecast serve`` in chunks with no length grew past the limit while it
+    was read (the server answers 413; a body whose stated length is too big is refused before reading)."""
 
 
 # ------------------------------------------------------------------ run errors
@@ -472,10 +479,16 @@ class ApprovalPending(ControlFlow):
         super().__init__(f"run {run_id!r}: {role or 'a role'} waits for approval {approval_id!r} of {name!r}")
 
 
+class Abandoned(ControlFlow):
+    """A studio comparison was stopped between two steps (its ``stop()`` said so: the client left)."""
+
+
 __all__ = [
+    "Abandoned",
     "ActionFailed",
     "ApprovalAnswered",
     "ApprovalPending",
+    "BodyTooLarge",
     "BudgetExceeded",
     "ConfigError",
     "ContextOverflow",

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..errors import RolecastError, UsageError
+from ..errors import BodyTooLarge, RolecastError, UsageError
 from ..studio.app import Studio
 from ..studio.guard import TOKEN_COOKIE, ASGIApp, Receive, Scope, Send, _bearer, _cookie, _hostname, _same
 from ..studio.source import PAGE_SIZE
@@ -108,10 +108,6 @@ def _body_problem(headers: dict[str, str]) -> tuple[int, str] | None:
     if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
         return 413, f"Payload too large: the body is {size} bytes; at most {MAX_BODY}"
     return None
-
-
-class BodyTooLarge(Exception):
-    """A body without a length that grew past MAX_BODY while it was read."""
 
 
 def _limited(receive: Receive) -> Receive:

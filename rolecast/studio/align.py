@@ -22,6 +22,8 @@ import bisect
 import difflib
 from collections.abc import Callable, Hashable, Sequence
 
+from ..errors import Abandoned
+
 #: the most pairs of items (len(a) * len(b)) a gap may have to be lined up by difflib
 SMALL = 40_000
 #: the items on each side of one window of a big stretch with no anchors (WINDOW ** 2 <= SMALL)
@@ -31,10 +33,6 @@ DEPTH = 4
 
 Opcode = tuple[str, int, int, int, int]
 Stop = Callable[[], bool]
-
-
-class Abandoned(Exception):
-    """The comparison was stopped (its ``stop()`` said so: the client that asked for it left)."""
 
 
 def _never() -> bool:
