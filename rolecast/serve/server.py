@@ -13,17 +13,14 @@ import difflib
 import importlib
 import os
 import secrets
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from ..errors import ConfigError, UsageError
 from ..studio.app import allowed_hosts
-from ..studio.server import is_loopback, store_location
+from ..studio.server import is_loopback, listen_and_serve, store_location
 from .app import RPC_PATH, create_app
 
 TOKEN_ENV = "ROLECAST_SERVE_TOKEN"
@@ -66,29 +63,7 @@ def load_target(spec: str) -> Any:
 async def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8766,
                 on_ready: Callable[[str], None] | None = None) -> None:
     """Serve ``app`` until cancelled; ``on_ready(base_url)`` once it listens."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    sock = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # each connection sends at once (accepted sockets inherit it): without it a keep-alive request's
-    # response waits for the client's delayed ACK, about 40 ms a request on Linux
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"rolecast serve cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    shown = f"[{host.strip('[]')}]" if ":" in host else host
-    url = f"http://{shown}:{sock.getsockname()[1]}"
-    task = asyncio.ensure_future(server.serve(sockets=[sock]))
-    while not server.started and not task.done():  # noqa: ASYNC110 (uvicorn's Server has a flag, no event)
-        await asyncio.sleep(0.01)
-    if on_ready is not None and server.started:
-        on_ready(url)
-    try:
-        await task
-    finally:
-        sock.close()
+    await listen_and_serve(app, host=host, port=port, what="rolecast serve", lifespan="on", on_ready=on_ready)
 
 
 def run_command(args: argparse.Namespace) -> int:
