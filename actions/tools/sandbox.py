@@ -238,6 +238,22 @@ def _read_output(path: str) -> str:
     return ""
 
 
+async def _uid_for(user: str | int | None, read_paths: Sequence[str | os.PathLike[str]],
+                   write_paths: Sequence[str | os.PathLike[str]]) -> int | None:
+    """The uid a call runs as: ``user``'s, else the sandbox's own, else None (uid 0 without capabilities)."""
+    uid = await sandbox_uid(user) if os.name == "posix" else None
+    if uid is not None and user is None:
+        closed = [os.fspath(p) for p in write_paths if not usable_by_others(os.fspath(p), write=True)]
+        closed += [os.fspath(p) for p in read_paths if not usable_by_others(os.fspath(p), write=False)]
+        if closed:
+            # paths the caller granted that a uid of the sandbox's own could not use: this call runs
+            # as uid 0 without capabilities (the owner's access, nothing more), as it must to use them
+            logger.info("sandbox: {} not usable by other users; this code runs as uid 0 without capabilities",
+                        ", ".join(closed))
+            return None
+    return uid
+
+
 async def run_python(
     code: str,
     *,
@@ -289,16 +305,7 @@ async def run_python(
         raise SandboxError("timeout must be positive")
     started = time.monotonic()
     protect_framework()
-    uid = await sandbox_uid(user) if os.name == "posix" else None
-    if uid is not None and user is None:
-        closed = [os.fspath(p) for p in write_paths if not usable_by_others(os.fspath(p), write=True)]
-        closed += [os.fspath(p) for p in read_paths if not usable_by_others(os.fspath(p), write=False)]
-        if closed:
-            # paths the caller granted that a uid of the sandbox's own could not use: this call runs
-            # as uid 0 without capabilities (the owner's access, nothing more), as it must to use them
-            logger.info("sandbox: {} not usable by other users; this code runs as uid 0 without capabilities",
-                        ", ".join(closed))
-            uid = None
+    uid = await _uid_for(user, read_paths, write_paths)
     with tempfile.TemporaryDirectory(prefix="rolecast-sandbox-", ignore_cleanup_errors=True) as workdir, \
             tempfile.TemporaryDirectory(prefix="rolecast-output-", ignore_cleanup_errors=True) as outdir:  # fmt: skip
         prefix = await namespace_prefix(network) if namespaces else None
