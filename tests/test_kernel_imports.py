@@ -50,8 +50,6 @@ def _function_level_imports(path: Path) -> list[str]:
 
 def test_no_function_level_import_of_the_framework_or_light_modules() -> None:
     found = [hit for path in sorted(KERNEL.rglob("*.py")) for hit in _function_level_imports(path)]
-    # the sandbox is not part of this rule's scope yet (it is moving out of the kernel)
-    found = [hit for hit in found if not hit.startswith("rolecast/sandbox.py")]
     assert found == []
 
 
