@@ -86,14 +86,16 @@ async def fit_history_for(
 async def history_for_action(role: Role, action: Any, history: Sequence[Message]) -> list[Message]:
     """The history handed to ``action``: the newest messages that fit its model's window beside the
     role's system prompt, an eighth of the window for the action's own words and its answer's room.
-    When messages were left out, the first one handed is a note saying how many."""
+    When messages were left out, the first one handed is a note saying how many. The newest message
+    is always handed (the one the action answers: when it cannot fit, the action's call is a
+    ContextOverflow, not an answer to a note)."""
     llm = getattr(action, "llm", None) or role.llm
     if not history or not isinstance(llm, ContextWindow):  # (not BaseLLM: an ABC's check is a Python call)
         return list(history)
     fixed: Messages = [{"role": "system", "content": getattr(action, "prefix", "") or ""},
                        {"role": "user", "content": ""}]
     omitted = await fit_to_window(llm, list(map(str, history)), fixed, window_answer_room(llm),
-                                  purpose=f"action {action.name}", role=role,
+                                  purpose=f"action {action.name}", role=role, keep=1,
                                   reserve=max(64, int(llm.context_window * ACTION_SHARE)))
     if not omitted:
         return list(history)

@@ -239,13 +239,16 @@ SAFETY_TOKENS = 16
 
 async def fit_to_window(
     llm: ContextWindow, texts: Sequence[str], fixed: Messages, max_tokens: int, *, purpose: str,
-    what: str = "message", reserve: int = 0, role: Any = None,
+    what: str = "message", reserve: int = 0, role: Any = None, keep: int = 0,
 ) -> int:
     """How many of the oldest ``texts`` (a history, oldest first) a prompt leaves out so that the newest
     fit beside ``fixed`` (the prompt's parts that are never cut: system prompt, instruction, format),
     ``reserve`` more tokens (tool definitions, a schema) and ``max_tokens``, counted in ``llm``'s tokens.
     What is kept is always a contiguous tail: ``texts[omitted:]``. The caller says how many were left
     out with :func:`omitted_note` (``what``: the unit's name).
+
+    The newest ``keep`` are kept even when they do not fit (the message an action answers: better a
+    ContextOverflow than an answer to a prompt without it).
 
     When some were left out, a ``history_fitted`` event goes to the run log for ``role`` (a role, or a
     name; else the running turn's). When even the fixed parts and ``max_tokens`` do not fit, all are left
@@ -266,6 +269,8 @@ async def fit_to_window(
     budget = room - fixed_tokens - note_tokens
     costs = await llm.count_texts(list(texts))
     fitted = fit_history(range(n), budget, lambda i: costs[i] + 1)  # +1: the break between two items
+    if fitted.omitted > n - keep:
+        fitted = Fitted(list(range(n - keep, n)), n - keep, fitted.budget, sum(costs[n - keep:]) + keep)
     if fitted.omitted:
         record_fitted(purpose, fitted, window, max_tokens, what=what, role=role)
     return fitted.omitted
