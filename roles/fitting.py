@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memory import Message
 from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, Messages
-from rolecast.llm.window import ContextWindow, fit_to_window, omitted_note
+from rolecast.llm.window import ACTION_SHARE, SAFETY_TOKENS, ContextWindow, fit_to_window, omitted_note
 from rolecast.llm.window import answer_room as window_answer_room
 
 from .prompts import STATE_TEMPLATE
@@ -32,9 +32,6 @@ from .prompts import STATE_TEMPLATE
 if TYPE_CHECKING:
     from .role import Role
 
-#: what an action's own words (its template, its instruction) may take, as a share of the window,
-#: when the framework hands it the history: the history gets the rest, less the answer's room
-ACTION_SHARE = 0.125
 #: ``cause_by`` of a compaction's summary in memory
 COMPACTED = "rolecast.compaction"
 
@@ -102,6 +99,19 @@ async def history_for_action(role: Role, action: Any, history: Sequence[Message]
     note = Message(content=omitted_note(omitted), role="system", sent_from="rolecast", cause_by=COMPACTED,
                    id=f"omitted-{omitted}")
     return [note, *history[omitted:]]
+
+
+async def history_budget(role: Role) -> int:
+    """The tokens of history the role's model can take in the history handed to an action (as
+    :func:`history_for_action` fits it): what long-term memory chooses within, so that nothing it
+    chose is left out again."""
+    llm = role.llm
+    window = llm.context_window
+    fixed: Messages = [{"role": "system", "content": role._get_prefix()}, {"role": "user", "content": ""}]
+    fixed_tokens = await llm.count_tokens(fixed)
+    note_tokens = (await llm.count_texts([omitted_note(len(role.rc.history))]))[0] + 1
+    reserve = max(64, int(window * ACTION_SHARE))
+    return window - window_answer_room(llm) - reserve - fixed_tokens - note_tokens - SAFETY_TOKENS
 
 
 async def state_prompt(role: Role, n: int) -> str:
@@ -205,4 +215,4 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
 
 
 __all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
-           "compacted_view", "fit_history_for", "history_for_action", "state_prompt"]
+           "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt"]

@@ -209,10 +209,10 @@ def fit_history(items: Sequence[T], budget: int, cost: Callable[[T], int]) -> Fi
     return Fitted(list(items[start:]), start, max(0, budget), used)
 
 
-def omitted_note(n: int, what: str = "message") -> str:
-    """The line a prompt carries where ``n`` earlier units (``what``: message, step …) were left out to fit
-    the window."""
-    return f"[{n} earlier {what}{'s' if n != 1 else ''} left out to fit the context window]"
+def omitted_note(n: int, what: str = "message", which: str = "earlier") -> str:
+    """The line a prompt carries where ``n`` ``which`` (earlier, later) units (``what``: message, step …)
+    were left out to fit the window."""
+    return f"[{n} {which} {what}{'s' if n != 1 else ''} left out to fit the context window]"
 
 
 def request_tokens(llm: Any, tools: Any = None, schema: Any = None) -> int:
@@ -233,6 +233,18 @@ def answer_room(llm: Any, settings: Any = None, kind: str = "complete") -> int:
     return int(llm._effective(merged, llm.choice_max_tokens if kind == "choose" else None).max_tokens or 0)
 
 
+async def schema_tokens(llm: Any, output_type: Any) -> int:
+    """The tokens :meth:`~rolecast.llm.base.BaseLLM.structured` adds to a prompt for ``output_type``: the
+    schema it writes into the prompt (counted in the model's tokens, with its sentence) and the schema
+    in the request (as the check before sending counts it)."""
+    schema = output_type.model_json_schema()
+    in_prompt = (await llm.count_texts([json.dumps(schema, ensure_ascii=False)]))[0] + 32
+    return in_prompt + request_tokens(llm, schema=schema)
+
+
+#: what an action's own words (its template, its instruction) may take, as a share of the window,
+#: when the framework hands it a history: the history gets the rest, less the answer's room
+ACTION_SHARE = 0.125
 #: tokens kept free besides the counted parts: joins between texts can tokenize a little differently
 SAFETY_TOKENS = 16
 
@@ -294,7 +306,7 @@ def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *,
 
 
 __all__ = [
-    "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "SAFETY_TOKENS", "ContextWindow", "Fitted", "answer_room",
-    "estimate_prompt_tokens", "fit_history", "fit_to_window", "known_window", "omitted_note", "record_fitted",
-    "request_tokens",
+    "ACTION_SHARE", "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "SAFETY_TOKENS", "ContextWindow", "Fitted",
+    "answer_room", "estimate_prompt_tokens", "fit_history", "fit_to_window", "known_window", "omitted_note",
+    "record_fitted", "request_tokens", "schema_tokens",
 ]
