@@ -102,7 +102,7 @@ async def test_a_long_tool_loop_keeps_the_newest_steps_that_fit_and_says_how_man
     events = list(store.events(team.run_id, [HISTORY_FITTED]))
     assert events and all(e.data["unit"] == "step" and e.role == "Reader" for e in events)
     assert events[-1].data["omitted"] + events[-1].data["kept"] == PAGES
-    assert "scratchpad left out" in show_run(store, team.run_id)
+    assert "scratchpad left out" in show_run(store, team.run_id) and "earlier step(s)" in show_run(store, team.run_id)
 
 
 @pytest.mark.parametrize("style", ["react", "stepwise", "function_calling"])
