@@ -196,3 +196,17 @@ async def test_long_term_memory_chooses_within_the_window_so_the_relevant_old_me
     assert any("vault code is 4711" in text for text in handed[-1])  # the relevant old message was kept
     assert not any(text.startswith("[") and "left out" in text for text in handed[-1])  # nothing cut again
     assert fits(llm, window)
+
+
+async def test_a_plan_under_the_dag_grammar_gets_a_budget_that_still_fits_beside_a_fitted_history():
+    from actions.plan_and_act import WritePlan
+
+    window = 6000
+    llm = ScriptedLLM([PLAN], context_window=window)
+    llm.grammar_constrained = True  # the plan's schema admits only task graphs: its longest plan is known
+    history = [Message(content=f"note {i}: " + FILLER * 2, sent_from="Ben") for i in range(200)]
+    plan = await WritePlan(llm=llm).run("Write the quarterly report", [Step(name="Collect"), Step(name="Report")],
+                                        history)
+    assert [t.task_id for t in plan.tasks] == ["1", "2", "3"]
+    assert fits(llm, window)  # the schema in the prompt, the fitted history and the plan's budget together
+    assert "earlier messages left out" in llm.calls[0].prompt and llm.calls[0].settings.max_tokens >= 1024

@@ -224,7 +224,8 @@ class WritePlan(Action):
         output_model = _plan_output_model(names, self.max_tasks, dag, done_ids)
         # the plan's room: 1,024 tokens, or half of a smaller window
         floor = LLMSettings(max_tokens=min(WRITE_PLAN_SETTINGS.max_tokens or 0, llm.context_window // 2))
-        prompt = await self._fitted_prompt(goal, actions, context, extra, done, problems, output_model,
+        schema = await schema_tokens(llm, output_model)  # what structured() adds: the schema in the prompt
+        prompt = await self._fitted_prompt(goal, actions, context, extra, done, problems, schema,
                                            floor.merged(self.settings))
         # under the DAG grammar the longest plan is known, and the budget holds it whole
         budget = floor
@@ -233,7 +234,7 @@ class WritePlan(Action):
             # its schema and template, PLAN_PROMPT_MARGIN): a plan is far shorter than the longest one
             bound = plan_token_bound(names, self.max_tasks, done_ids)
             prompt_tokens = await llm.count_tokens([{"role": "user", "content": prompt}])
-            room = llm.context_window - prompt_tokens - PLAN_PROMPT_MARGIN
+            room = llm.context_window - prompt_tokens - schema - PLAN_PROMPT_MARGIN
             budget = LLMSettings(max_tokens=max(floor.max_tokens or 0, min(bound, room)))
 
         def check(value: BaseModel) -> None:
@@ -259,10 +260,11 @@ class WritePlan(Action):
 
     async def _fitted_prompt(
         self, goal: str, actions: Sequence[Action], context: str | Sequence[Any], extra: str, done: Sequence[Task],
-        problems: Sequence[str], output_model: type[BaseModel], settings: LLMSettings,
+        problems: Sequence[str], reserve: int, settings: LLMSettings,
     ) -> str:
         """The planning prompt with the newest finished tasks, then the newest history, that fit the
-        window beside the goal, the actions, the format and the plan's room (never cut)."""
+        window beside the goal, the actions, the format, ``reserve`` tokens (the schema) and the plan's
+        room (never cut)."""
         described = "\n".join(f"- {a.name}: {a.desc or type(a).__doc__ or a.name}".strip() for a in actions)
         llm = self.llm
 
@@ -280,7 +282,6 @@ class WritePlan(Action):
             return "\n".join([omitted_note(omitted, what), *texts[omitted:]] if omitted else texts)
 
         answer = answer_room(llm, settings)
-        reserve = await schema_tokens(llm, output_model)
         finished = await fit([done_line(t) for t in done], prompt("", ""), "finished task") if problems else ""
         finished = finished or "(none)"
         if isinstance(context, str):
