@@ -14,6 +14,10 @@ How the model is asked: on a grammar-constrained model (llama.cpp) under the JSO
 schema of the children, so the first answer is valid; elsewhere the prompt shows the
 format (``schema="json"`` or ``"markdown"``) and an answer that does not validate is
 sent back through the seam's one re-ask path. ``schema="raw"`` asks for free text.
+
+The prompt fits the model's context window by construction: the instruction and the format are never
+cut; a context too long for the window keeps a list's newest items or a text's first lines, and says
+how many were left out (:meth:`ActionNode.fitted_context`).
 """
 
 from __future__ import annotations
