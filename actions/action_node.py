@@ -14,6 +14,10 @@ How the model is asked: on a grammar-constrained model (llama.cpp) under the JSO
 schema of the children, so the first answer is valid; elsewhere the prompt shows the
 format (``schema="json"`` or ``"markdown"``) and an answer that does not validate is
 sent back through the seam's one re-ask path. ``schema="raw"`` asks for free text.
+
+The prompt fits the model's context window by construction: the instruction and the format are never
+cut; a context too long for the window keeps a list's newest items or a text's first lines, and says
+how many were left out (:meth:`ActionNode.fitted_context`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from rolecast.core.jsonutil import extract_json
 from rolecast.errors import NodeNotFilled, OutputParseError, UsageError
 from rolecast.llm.base import BaseLLM, LLMSettings
 from rolecast.llm.human import HumanProvider
+from rolecast.llm.types import to_messages
+from rolecast.llm.window import answer_room, fit_to_window, omitted_note, schema_tokens
 
 TAG = "CONTENT"
 MARKDOWN_TITLE_PREFIX = "## "
@@ -353,16 +359,44 @@ class ActionNode:
         self.content = self.instruct_content.model_dump_json(indent=2)
         return self
 
+    async def fitted_context(self, schema: str, mode: str, exclude: Sequence[str] | None,
+                             settings: LLMSettings | None, output_class: type[BaseModel] | None = None) -> Any:
+        """The context as the prompt carries it: whole when it fits the model's window beside the node's
+        instruction, format (and ``output_class``'s schema, when it is asked for with it) and answer room,
+        which are never cut; else a list's newest items (a history, oldest
+        first) or a text's first lines (a requirement's head; MetaGPT's history lists the newest first),
+        with a note saying how many were left out (logged as ``history_fitted``)."""
+        llm = self.llm
+        assert llm is not None
+        context = self.context
+        if isinstance(context, (list, tuple)):
+            items, what, which = [str(x) for x in context], "item", "earlier"
+        else:
+            items, what, which = str(context).splitlines()[::-1], "line", "later"  # the head counts as newest
+        if len(items) < 2:
+            return context  # nothing to choose from (a prompt that cannot fit is a ContextOverflow)
+        fixed = to_messages(self.compile(context="", schema=schema, mode=mode, exclude=exclude), self.system_msgs)
+        reserve = await schema_tokens(llm, output_class) if output_class is not None else 0
+        omitted = await fit_to_window(llm, items, fixed, answer_room(llm, settings), purpose=f"ActionNode {self.key}",
+                                      what=what, reserve=reserve)
+        if not omitted:
+            return context
+        note = omitted_note(omitted, what, which)
+        kept = items[omitted:]
+        return "\n".join([note, *kept] if which == "earlier" else [*kept[::-1], note])
+
     async def _simple_fill(self, schema: str, mode: str, exclude: Sequence[str] | None,
                            settings: LLMSettings | None) -> ActionNode:
         llm = self.llm
         assert llm is not None  # set by fill
-        prompt = self.compile(context=self.context, schema=schema, mode=mode, exclude=exclude)
-        if schema == "raw":
+        output_class = self.create_class(mode=mode, exclude=exclude) if schema != "raw" else None
+        structured = output_class if llm.grammar_constrained else None  # asked with llm.structured: the schema too
+        context = await self.fitted_context(schema, mode, exclude, settings, structured)
+        prompt = self.compile(context=context, schema=schema, mode=mode, exclude=exclude)
+        if output_class is None:
             self.content = await llm.ask(prompt, self.system_msgs, settings=settings)
             self.instruct_content = None
             return self
-        output_class = self.create_class(mode=mode, exclude=exclude)
         raw: list[str] = []
 
         def parse(text: str) -> BaseModel:

@@ -9,7 +9,8 @@ the history a prompt gets is
 2. then the older messages most relevant to the current news, found by embedding
    similarity (:class:`~memory.semantic.SemanticMemory`),
 
-as many as fit in ``token_budget`` (estimated tokens), in their original order. While
+as many as fit in ``token_budget`` (estimated tokens; for a role, at most what its model's context
+window leaves a prompt's history, counted in the model's tokens), in their original order. While
 the whole history fits the budget it is used as is, and nothing is embedded.
 """
 
@@ -92,20 +93,36 @@ class LongTermMemory:
             return len(todo)
         return 0
 
-    async def context(self, memory: Memory | Sequence[Message], news: Sequence[Message] = ()) -> list[Message]:
-        """The history a prompt should carry: recent + relevant to ``news``, within the budget, oldest first."""
+    async def context(
+        self, memory: Memory | Sequence[Message], news: Sequence[Message] = (), *, llm: BaseLLM | None = None,
+        budget: int | None = None,
+    ) -> list[Message]:
+        """The history a prompt should carry: recent + relevant to ``news``, within the budget, oldest first.
+
+        ``llm`` (the model the prompts go to): messages are counted in its tokens; ``budget``: the tokens
+        its context window leaves a prompt's history, when less than ``token_budget`` (a role gives
+        both, :func:`roles.fitting.history_budget`): the prompt then carries what was chosen, the
+        relevant old messages included, and fitting it to the window leaves nothing out.
+        """
         history = memory.get() if isinstance(memory, Memory) else list(memory)
         if not history:
             return []
-        costs = {m.id: message_tokens(m) for m in history}
-        if sum(costs.values()) <= self.token_budget:
+        budget = self.token_budget if budget is None else max(1, min(self.token_budget, budget))
+        if llm is None:
+            costs = {m.id: message_tokens(m) for m in history}
+        else:
+            texts = [message_text(m) for m in history]
+            if 4 * sum(map(len, texts)) + 16 * len(texts) <= budget:  # a safe bound: surely fits, not counted
+                return history
+            costs = {m.id: c + 1 for m, c in zip(history, await llm.count_texts(texts), strict=True)}
+        if sum(costs.values()) <= budget:
             return history
         await self.sync(history)
         recent = history[-self.recent_k :]
         chosen: dict[str, Message] = {}
         spent = 0
         for i, message in enumerate(reversed(recent)):
-            if i == 0 or spent + costs[message.id] <= self.token_budget:  # the newest always
+            if i == 0 or spent + costs[message.id] <= budget:  # the newest always
                 chosen[message.id] = message
                 spent += costs[message.id]
         query = "\n".join(m.content for m in (news or recent[-1:]))[-QUERY_CHARS:]
@@ -117,7 +134,7 @@ class LongTermMemory:
                 found = by_id.get(record.id)
                 if found is None or found.id in chosen or taken >= self.relevant_k:
                     continue
-                if spent + costs[found.id] <= self.token_budget:
+                if spent + costs[found.id] <= budget:
                     chosen[found.id] = found
                     spent += costs[found.id]
                     taken += 1

@@ -24,19 +24,14 @@ from typing import TYPE_CHECKING, Any
 from memory import Message
 from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, Messages
-from rolecast.llm.window import fit_history, omitted_note
-from rolecast.runs.events import HISTORY_FITTED
+from rolecast.llm.window import ACTION_SHARE, SAFETY_TOKENS, ContextWindow, fit_to_window, omitted_note
+from rolecast.llm.window import answer_room as window_answer_room
 
 from .prompts import STATE_TEMPLATE
 
 if TYPE_CHECKING:
     from .role import Role
 
-#: tokens kept free besides the counted parts: joins between texts can tokenize a little differently
-SAFETY_TOKENS = 16
-#: what an action's own words (its template, its instruction) may take, as a share of the window,
-#: when the framework hands it the history: the history gets the rest, less the answer's room
-ACTION_SHARE = 0.125
 #: ``cause_by`` of a compaction's summary in memory
 COMPACTED = "rolecast.compaction"
 
@@ -51,8 +46,7 @@ Summary:"""
 
 def answer_room(llm: BaseLLM, kind: str = "complete") -> int:
     """The tokens a call of ``kind`` (``complete`` or ``choose``) reserves for its answer."""
-    default = llm.choice_max_tokens if kind == "choose" else None
-    return int(llm._effective(llm.settings, default).max_tokens or 0)
+    return window_answer_room(llm, None, kind)
 
 
 @dataclass
@@ -77,52 +71,47 @@ async def fit_history_for(
     purpose: str, reserve: int = 0,
 ) -> FittedHistory:
     """The newest messages of ``history`` that fit beside ``fixed`` (the prompt without its history),
-    ``reserve`` more tokens and ``max_tokens``; what was left out is logged for ``role``."""
-    items = list(history)
-    if not items:
+    ``reserve`` more tokens and ``max_tokens``; what was left out is logged for ``role``
+    (:func:`~rolecast.llm.window.fit_to_window`)."""
+    if not history:
         return FittedHistory([], 0)
-    window = llm.context_window
-    # a safe upper bound first (a token covers at least one UTF-8 byte, a character at most four, and a
-    # chat template adds a few per message): when even that fits, nothing is counted — the common case,
-    # every turn (the exact count made a react step on the instant model 121 Python calls, not 69)
-    texts = [str(m) for m in items]
-    upper = 4 * (sum(map(len, texts)) + sum(len(str(m.get("content") or "")) for m in fixed)) + \
-        16 * (len(texts) + len(fixed))
-    if upper <= window - max_tokens - reserve - SAFETY_TOKENS:
-        return FittedHistory(items, 0)
-    fixed_tokens = await llm.count_tokens(fixed)
-    note_tokens = (await llm.count_texts([omitted_note(len(items))]))[0] + 1
-    budget = window - max_tokens - fixed_tokens - reserve - note_tokens - SAFETY_TOKENS
-    costs = await llm.count_texts(texts)
-    by_id = {id(m): c + 1 for m, c in zip(items, costs, strict=True)}  # +1: the line break between messages
-    fitted = fit_history(items, budget, lambda m: by_id[id(m)])
-    if fitted.omitted and role is not None:
-        log = role.context.run_log
-        if log is not None:
-            log.emit(HISTORY_FITTED, {
-                "purpose": purpose, "kept": len(fitted.kept), "omitted": fitted.omitted, "window": window,
-                "budget": max(0, budget), "max_tokens": max_tokens,
-            }, role=role.name)
-    return FittedHistory(fitted.kept, fitted.omitted)
+    omitted = await fit_to_window(llm, list(map(str, history)), fixed, max_tokens, purpose=purpose, reserve=reserve,
+                                  role=role)
+    return FittedHistory(list(history[omitted:]), omitted)
 
 
 async def history_for_action(role: Role, action: Any, history: Sequence[Message]) -> list[Message]:
     """The history handed to ``action``: the newest messages that fit its model's window beside the
     role's system prompt, an eighth of the window for the action's own words and its answer's room.
-    When messages were left out, the first one handed is a note saying how many."""
+    When messages were left out, the first one handed is a note saying how many. The newest message
+    is always handed (the one the action answers: when it cannot fit, the action's call is a
+    ContextOverflow, not an answer to a note)."""
     llm = getattr(action, "llm", None) or role.llm
-    if not isinstance(llm, BaseLLM) or not history:
+    if not history or not isinstance(llm, ContextWindow):  # (not BaseLLM: an ABC's check is a Python call)
         return list(history)
-    window = llm.context_window
     fixed: Messages = [{"role": "system", "content": getattr(action, "prefix", "") or ""},
                        {"role": "user", "content": ""}]
-    fitted = await fit_history_for(role, llm, history, fixed, answer_room(llm), purpose=f"action {action.name}",
-                                   reserve=max(64, int(window * ACTION_SHARE)))
-    if not fitted.omitted:
-        return fitted.messages
-    note = Message(content=fitted.note, role="system", sent_from="rolecast", cause_by=COMPACTED,
-                   id=f"omitted-{fitted.omitted}")
-    return [note, *fitted.messages]
+    omitted = await fit_to_window(llm, list(map(str, history)), fixed, window_answer_room(llm),
+                                  purpose=f"action {action.name}", role=role, keep=1,
+                                  reserve=max(64, int(llm.context_window * ACTION_SHARE)))
+    if not omitted:
+        return list(history)
+    note = Message(content=omitted_note(omitted), role="system", sent_from="rolecast", cause_by=COMPACTED,
+                   id=f"omitted-{omitted}")
+    return [note, *history[omitted:]]
+
+
+async def history_budget(role: Role) -> int:
+    """The tokens of history the role's model can take in the history handed to an action (as
+    :func:`history_for_action` fits it): what long-term memory chooses within, so that nothing it
+    chose is left out again."""
+    llm = role.llm
+    window = llm.context_window
+    fixed: Messages = [{"role": "system", "content": role._get_prefix()}, {"role": "user", "content": ""}]
+    fixed_tokens = await llm.count_tokens(fixed)
+    note_tokens = (await llm.count_texts([omitted_note(len(role.rc.history))]))[0] + 1
+    reserve = max(64, int(window * ACTION_SHARE))
+    return window - window_answer_room(llm) - reserve - fixed_tokens - note_tokens - SAFETY_TOKENS
 
 
 async def state_prompt(role: Role, n: int) -> str:
@@ -134,7 +123,7 @@ async def state_prompt(role: Role, n: int) -> str:
 
     llm = role.llm
     fitted = await fit_history_for(role, llm, await role.prompt_history(), [{"role": "user", "content": prompt("")}],
-                                   answer_room(llm, "choose"), purpose="state")
+                                   window_answer_room(llm, None, "choose"), purpose="state")
     return prompt(fitted.text())
 
 
@@ -212,7 +201,7 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
     older = history[: len(history) - compaction.keep]
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
     fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
-                                   answer_room(llm), purpose="compaction")
+                                   window_answer_room(llm), purpose="compaction")
     summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
     replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
     digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
@@ -226,4 +215,4 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
 
 
 __all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
-           "compacted_view", "fit_history_for", "history_for_action", "state_prompt"]
+           "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt"]

@@ -54,7 +54,15 @@ from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
 from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # noqa: F401 - re-exported
-from .fitting import Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
+from .fitting import (
+    Compaction,
+    as_compaction,
+    compact,
+    compacted_view,
+    history_budget,
+    history_for_action,
+    state_prompt,
+)
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -292,7 +300,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         long_term = self._long_term_memory
         if long_term is None:
             return compacted_view(self.rc.history)  # after a compaction: its summary and what came after
-        return await long_term.context(self.rc.memory, self.rc.news)
+        return await long_term.context(self.rc.memory, self.rc.news, llm=self.llm, budget=await history_budget(self))
 
     def _identity_prefix(self) -> str:
         """Profile, name, goal and constraints: the start of the identity prompt."""

@@ -11,6 +11,10 @@ implements ``_plan`` (one model call → a final answer or steps to take) and
 * :class:`~actions.loops.stepwise.StepwiseAction`: Semantic Kernel's stepwise loop;
 * :class:`~actions.loops.function_calling.FunctionCallingAction`: native tool calls.
 
+A long run never outgrows the model: each prompt carries the newest steps that fit the model's
+context window beside the question, the tool descriptions and the answer's room, says how many
+earlier steps it left out, and the run log gets a ``history_fitted`` event.
+
 Events (``context.hooks.on_event``) are named after the loop's ``style`` (``react``,
 ``stepwise`` or ``function_calling``) and carry ``action`` and ``style`` in their data:
 ``<style>.started``, then per iteration ``<style>.step_started``,
@@ -32,6 +36,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from memory import Message, any_to_str
 from rolecast.errors import BudgetExceeded, ControlFlow, OutputParseError, ToolError, UsageError
+from rolecast.llm.types import Messages, to_messages
+from rolecast.llm.window import answer_room, fit_to_window, omitted_note
 
 from ..action import Action
 from ..tools import FunctionRegistry, KernelFunction, format_number, tool_run_scope
@@ -395,6 +401,22 @@ class ToolLoopAction(Action):
 
     def _observed(self, run: LoopRun, planned: Planned, observation: str) -> None:
         """Update the variant's transcript after a step (the ReAct scratchpad is built from ``run.steps``)."""
+
+    def _asked(self, prompt: str | Messages) -> Messages:
+        """The messages :meth:`_aask` sends for ``prompt`` (the role's identity as the system prompt)."""
+        return to_messages(prompt, [self.prefix] if self.prefix else None)
+
+    async def _fit_steps(self, texts: Sequence[str], fixed: Messages, *, reserve: int = 0) -> int:
+        """How many of the oldest steps (``texts``, one per step) the next prompt leaves out, so that
+        the newest fit the model's window beside ``fixed`` (the prompt without its steps: the question,
+        the tool descriptions, the format), ``reserve`` tokens and the answer's room; logged."""
+        return await fit_to_window(self.llm, texts, fixed, answer_room(self.llm, self.settings),
+                                   purpose=f"{self.name} scratchpad", what="step", reserve=reserve)
+
+    @staticmethod
+    def _omitted_line(omitted: int) -> str:
+        """The note a scratchpad starts with when its ``omitted`` oldest steps were left out."""
+        return omitted_note(omitted, "step") if omitted else ""
 
     def _grammar(self, run: LoopRun, *, final_only: bool = False) -> str | None:
         """The format grammar for the next answer, or None (unconstrained or not supported)."""

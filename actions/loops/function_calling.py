@@ -15,6 +15,8 @@ from loguru import logger
 
 from rolecast.errors import OutputParseError, UsageError
 from rolecast.llm.base import Completion
+from rolecast.llm.types import Messages
+from rolecast.llm.window import request_tokens
 
 from ..tools import FunctionRegistry, json_arguments
 from .base import GENERATE_FINAL_SUFFIX, AgentAction, AgentFinish, LoopRun, Planned, ToolLoopAction, Turn
@@ -56,14 +58,37 @@ class FunctionCallingAction(ToolLoopAction):
                 messages.append({"role": "system", "content": system})
             messages.append({"role": "user", "content": run.question})
             run.data["messages"] = messages
+            run.data["head"] = len(messages)  # the system prompt and the question: never left out
             # the model sees Plugin-Function names; map them back to the functions
             run.data["schemas"] = [f.openai_schema() for f in run.registry]
         return messages
 
+    async def fitted_messages(self, run: LoopRun, ending: Messages | None = None) -> Messages:
+        """The messages for the next call: the system prompt and the question, the newest steps (an
+        assistant message with its tool calls and their answers) that fit the model's window beside
+        them, the tool definitions and the answer's room (then ``ending``). When earlier steps were
+        left out, the question says how many."""
+        messages = self._messages(run)
+        ending = ending or []
+        head = messages[: run.data["head"]]
+        steps: list[Messages] = []
+        for message in messages[len(head):]:  # a step starts at each assistant message
+            if message["role"] == "assistant" or not steps:
+                steps.append([])
+            steps[-1].append(message)
+        if not steps:
+            return [*messages, *ending]
+        reserve = request_tokens(self.llm, tools=run.data["schemas"])
+        omitted = await self._fit_steps([_dumps(step) for step in steps], [*head, *ending], reserve=reserve)
+        if not omitted:
+            return [*messages, *ending]
+        question = dict(head[-1], content=f"{head[-1]['content']}\n\n{self._omitted_line(omitted)}")
+        return [*head[:-1], question, *(m for step in steps[omitted:] for m in step), *ending]
+
     async def _plan(self, run: LoopRun) -> Turn:
         messages = self._messages(run)
         completion: Completion = await self.llm.complete(
-            messages, tools=run.data["schemas"], settings=self.settings
+            await self.fitted_messages(run), tools=run.data["schemas"], settings=self.settings
         )
         if not completion.tool_calls:
             messages.append({"role": "assistant", "content": completion.text})
@@ -106,8 +131,8 @@ class FunctionCallingAction(ToolLoopAction):
         return f"{head}Call: {action.tool}({args})\nObservation: {observation}"
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
-        messages = [*self._messages(run), {"role": "user", "content": GENERATE_FINAL_SUFFIX.strip()}]
-        completion = await self.llm.complete(messages, settings=self.settings)
+        ending: Messages = [{"role": "user", "content": GENERATE_FINAL_SUFFIX.strip()}]
+        completion = await self.llm.complete(await self.fitted_messages(run, ending), settings=self.settings)
         return AgentFinish(output=completion.text.strip(), log=completion.text)
 
 

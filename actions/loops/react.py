@@ -174,11 +174,31 @@ class ReActAction(ToolLoopAction):
     def output_parser(self) -> ReActOutputParser:
         return ReActOutputParser()
 
-    def scratchpad(self, steps: Sequence[tuple[AgentAction, str]]) -> str:
-        """The earlier steps as the model sees them after the question."""
+    def step_text(self, step: tuple[AgentAction, str]) -> str:
+        """One earlier step as the model sees it after the question."""
+        action, observation = step
         if self.prompt_style == "langchain":
-            return "".join(f"{a.log}\nObservation: {o}\nThought:" for a, o in steps)
-        return "".join(f"\n{a.log.strip()}\nObservation: {o}" for a, o in steps)
+            return f"{action.log}\nObservation: {observation}\nThought:"
+        return f"\n{action.log.strip()}\nObservation: {observation}"
+
+    def scratchpad(self, steps: Sequence[tuple[AgentAction, str]], omitted: int = 0) -> str:
+        """The earlier steps as the model sees them after the question; after a note when the
+        ``omitted`` oldest steps before ``steps`` were left out to fit the window."""
+        text = "".join(map(self.step_text, steps))
+        if not omitted:
+            return text
+        note = self._omitted_line(omitted)
+        return f" {note}\nThought:{text}" if self.prompt_style == "langchain" else f"\n{note}{text}"
+
+    async def fitted_prompt(self, run: LoopRun, suffix: str = "") -> str:
+        """The prompt for the next call: the question, the tools and the newest steps that fit the
+        model's window (then ``suffix``)."""
+        steps = run.steps
+        omitted = 0
+        if steps:
+            fixed = self._asked(self.build_prompt(run.question, run.registry, suffix))
+            omitted = await self._fit_steps(list(map(self.step_text, steps)), fixed)
+        return self.build_prompt(run.question, run.registry, self.scratchpad(steps[omitted:], omitted) + suffix)
 
     def build_prompt(self, question: str, registry: FunctionRegistry, scratchpad: str = "") -> str:
         """The full prompt for the next model call."""
@@ -207,7 +227,7 @@ class ReActAction(ToolLoopAction):
         return react_grammar(registry, final_only=final_only)
 
     async def _plan(self, run: LoopRun) -> Turn:
-        prompt = self.build_prompt(run.question, run.registry, self.scratchpad(run.steps))
+        prompt = await self.fitted_prompt(run)
         text = await self._aask(prompt, stop=self.stop, grammar=self._grammar(run))
         logger.debug("{}: model wrote {!r}", self.name, text)
         return self.turn_from_text(run, text)
@@ -246,9 +266,8 @@ class ReActAction(ToolLoopAction):
         return Turn(planned=[Planned(parsed, arguments=arguments)])
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
-        scratchpad = self.scratchpad(run.steps) + GENERATE_FINAL_SUFFIX
         text = await self._aask(
-            self.build_prompt(run.question, run.registry, scratchpad),
+            await self.fitted_prompt(run, GENERATE_FINAL_SUFFIX),
             stop=self.stop,
             grammar=self._grammar(run, final_only=True),
         )

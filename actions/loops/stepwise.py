@@ -223,22 +223,34 @@ class StepwiseAction(ToolLoopAction):
         )
 
     @staticmethod
-    def scratch_pad(steps: Sequence[StepwiseStep]) -> str:
-        """Semantic Kernel's scratch pad: the first thought, then each step's thought/action/observation."""
-        if not steps:
+    def step_text(step: StepwiseStep) -> str:
+        """One step in the scratch pad: its thought, action and observation."""
+        lines = [f"{THOUGHT}\n{step.thought}"]
+        if step.action:
+            blob = json.dumps({"action": step.action, "action_variables": step.action_variables}, ensure_ascii=False)
+            lines.append(f"{ACTION}\n{blob}")
+        if step.observation:
+            lines.append(f"{OBSERVATION}\n{step.observation}")
+        return "\n".join(lines)
+
+    @classmethod
+    def scratch_pad(cls, steps: Sequence[StepwiseStep], omitted: int = 0) -> str:
+        """Semantic Kernel's scratch pad: each step's thought/action/observation; after a note when the
+        ``omitted`` oldest steps before ``steps`` were left out to fit the window."""
+        if not steps and not omitted:
             return ""
-        lines = [SCRATCH_PAD_PREFIX, f"{THOUGHT}\n{steps[0].thought}"]
-        for i, s in enumerate(steps):
-            if i:
-                lines.append(f"{THOUGHT}\n{s.thought}")
-            if s.action:
-                blob = json.dumps(
-                    {"action": s.action, "action_variables": s.action_variables}, ensure_ascii=False
-                )
-                lines.append(f"{ACTION}\n{blob}")
-            if s.observation:
-                lines.append(f"{OBSERVATION}\n{s.observation}")
-        return "\n".join(lines).strip()
+        note = [cls._omitted_line(omitted)] if omitted else []
+        return "\n".join([SCRATCH_PAD_PREFIX, *note, *map(cls.step_text, steps)]).strip()
+
+    async def fitted_pad(self, run: LoopRun, suffix: str = "") -> str:
+        """The prompt for the next call: the manual, the question and the newest steps that fit the
+        model's window (then ``suffix``)."""
+        steps = self._steps(run)
+        omitted = 0
+        if steps:
+            fixed = self._asked(self.build_prompt(run.question, run.registry, SCRATCH_PAD_PREFIX + suffix))
+            omitted = await self._fit_steps(list(map(self.step_text, steps)), fixed)
+        return self.build_prompt(run.question, run.registry, self.scratch_pad(steps[omitted:], omitted) + suffix)
 
     def _steps(self, run: LoopRun) -> list[StepwiseStep]:
         steps: list[StepwiseStep] = run.data.setdefault("stepwise_steps", [])
@@ -252,7 +264,7 @@ class StepwiseAction(ToolLoopAction):
 
     async def _plan(self, run: LoopRun) -> Turn:
         steps = self._steps(run)
-        prompt = self.build_prompt(run.question, run.registry, self.scratch_pad(steps))
+        prompt = await self.fitted_pad(run)
         answer = await self._aask(prompt, stop=self.stop, grammar=self._grammar(run))
         # cut at the stop words here too, in case a server ignored them
         text = truncate_at_stop(answer, self.stop).strip()
@@ -305,9 +317,8 @@ class StepwiseAction(ToolLoopAction):
         return await super()._stop(run, reason)
 
     async def _generate_final(self, run: LoopRun) -> AgentFinish:
-        pad = self.scratch_pad(self._steps(run)) + "\n[FINAL ANSWER]\n"
-        grammar = self._grammar(run, final_only=True)
-        text = await self._aask(self.build_prompt(run.question, run.registry, pad), stop=self.stop, grammar=grammar)
+        prompt = await self.fitted_pad(run, "\n[FINAL ANSWER]\n")
+        text = await self._aask(prompt, stop=self.stop, grammar=self._grammar(run, final_only=True))
         if text.startswith("[FINAL ANSWER]"):  # the grammar writes the marker again
             text = text[len("[FINAL ANSWER]") :]
         step = parse_stepwise("[FINAL ANSWER]" + text)

@@ -39,11 +39,13 @@ from rolecast.context import Context
 from rolecast.errors import ActionFailed, OutputParseError, PlanError, ToolError, UsageError
 from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
+from rolecast.llm.types import to_messages
+from rolecast.llm.window import ACTION_SHARE, answer_room, fit_to_window, omitted_note
 
 from ..action import Action
 from ..perform import Performer
 from .plan import Plan, Review, Task
-from .write import REPLAN_NOTE, ReviewTask, WritePlan
+from .write import ReviewTask, WritePlan
 
 ReviewOutcome = Union[Review, bool, None]
 Reviewer = Callable[[Task, str], Union[ReviewOutcome, Awaitable[ReviewOutcome]]]
@@ -51,7 +53,6 @@ Reviewer = Callable[[Task, str], Union[ReviewOutcome, Awaitable[ReviewOutcome]]]
 # failures a different plan may get around; anything else (budget, cancellation,
 # a dead model server) ends the run as it is
 REPLANNABLE = (ActionFailed, ToolError, OutputParseError)
-RESULT_PREVIEW = 400  # characters of a finished task's result shown when re-planning
 
 
 class PlanOwner(Performer, Protocol):
@@ -120,11 +121,6 @@ def by_order_plan(goal: str, actions: Sequence[Action]) -> Plan:
             for i, a in enumerate(actions, 1)
         ],
     )
-
-
-def _shorten(text: str, limit: int = RESULT_PREVIEW) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class PlanRunner:
@@ -234,9 +230,8 @@ class PlanRunner:
         return await self._run(role)
 
     async def _first_plan(self, role: PlanOwner, goal: str) -> Plan:
-        history = "\n".join(str(m) for m in role.history)
-        try:
-            return await self._writer(role).run(goal, role.actions, history)
+        try:  # the newest history that fits the window
+            return await self._writer(role).run(goal, role.actions, role.history)
         except PlanError as exc:
             if self.fallback != "by_order":
                 raise
@@ -300,13 +295,12 @@ class PlanRunner:
             raise ToolError(f"task {task.task_id} names unknown action {task.action!r}")
         task.attempts += 1
         content = task.instruction
-        deps = [plan.task(d) for d in task.dependent_task_ids]
-        if deps:
-            content += "\n\nResults of the tasks this one depends on:\n" + "\n".join(
-                f"[{d.task_id}] {d.result}" for d in deps
-            )
         if task.feedback:
             content += f"\n\nFeedback on an earlier attempt: {task.feedback}"
+        deps = [plan.task(d) for d in task.dependent_task_ids]
+        if deps:
+            content += "\n\nResults of the tasks this one depends on:\n" + await self._results(
+                role.actions[index], content, [f"[{d.task_id}] {d.result}" for d in deps])
         note = Message(
             content=content,
             role="planner",
@@ -324,6 +318,17 @@ class PlanRunner:
         task.feedback = "" if review.ok else review.feedback
         await role.context.hooks.emit("plan.review", role=role.name, task=task, review=review)
         return msg, review
+
+    @staticmethod
+    async def _results(action: Action, instruction: str, results: list[str]) -> str:
+        """The results a task is given: the newest that fit its action's window beside its instruction,
+        the action's own words (an eighth of the window) and its answer's room."""
+        llm = action.llm
+        fixed = to_messages(instruction, [action.prefix] if action.prefix else None)
+        omitted = await fit_to_window(llm, results, fixed, answer_room(llm, action.settings), what="task result",
+                                      purpose=f"task results for {action.name}",
+                                      reserve=int(llm.context_window * ACTION_SHARE))
+        return "\n".join([omitted_note(omitted, "task result"), *results[omitted:]] if omitted else results)
 
     async def _review(self, role: PlanOwner, plan: Plan, task: Task, result: str) -> Review:
         reviewer = self._reviewer(role)
@@ -358,10 +363,9 @@ class PlanRunner:
         logger.warning(
             "{}: {}; re-planning ({}/{})", role, "; ".join(problems), plan.replans, self.max_replans
         )
-        done = "\n".join(f"- [{t.task_id}] {t.instruction}: {_shorten(t.result)}" for t in plan.finished) or "(none)"
-        extra = REPLAN_NOTE.format(done=done, problem="\n".join(problems), max_tasks=self.max_tasks)
-        history = "\n".join(str(m) for m in role.history)
-        fresh = await self._writer(role).run(plan.goal, role.actions, history, extra, done=plan.finished)
+        # the newest finished tasks and history that fit the window, and what went wrong
+        fresh = await self._writer(role).run(plan.goal, role.actions, role.history, done=plan.finished,
+                                             problems=problems)
         self.plan = plan.merge_replan(fresh, f"r{plan.replans}-")
         self._save()
         logger.info("{}: new plan:\n{}", role, self.plan.describe())

@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field, create_model
 
 from rolecast.errors import OutputParseError, PlanError
 from rolecast.llm.base import LLMSettings
+from rolecast.llm.types import to_messages
+from rolecast.llm.window import answer_room, fit_to_window, omitted_note, schema_tokens
 
 from ..action import Action
 from ..structured import with_json_schema
@@ -65,6 +67,8 @@ WRITE_PLAN_SETTINGS = LLMSettings(max_tokens=1024)
 #: tokens kept beside the planning prompt for what a structured call adds to it (the schema, the
 #: chat template's markers), when the plan's budget is cut to the window
 PLAN_PROMPT_MARGIN = 512
+#: characters of a finished task's result shown when re-planning
+RESULT_PREVIEW = 400
 
 
 def plan_token_bound(action_names: Sequence[str], max_tasks: int, done_ids: Sequence[str] = ()) -> int:
@@ -174,6 +178,14 @@ def _example(actions: Sequence[Action], max_tasks: int) -> str:
     return json.dumps({"tasks": tasks}, ensure_ascii=False)
 
 
+def done_line(task: Task) -> str:
+    """A finished task as a re-plan lists it: its id, instruction and the start of its result."""
+    result = " ".join(task.result.split())
+    if len(result) > RESULT_PREVIEW:
+        result = result[: RESULT_PREVIEW - 1] + "…"
+    return f"- [{task.task_id}] {task.instruction}: {result}"
+
+
 def _to_plan(goal: str, value: BaseModel) -> Plan:
     return Plan(goal=goal, tasks=[Task(**t.model_dump()) for t in value.tasks])  # type: ignore[attr-defined]
 
@@ -196,33 +208,34 @@ class WritePlan(Action):
         self,
         goal: str,
         actions: Sequence[Action],
-        context: str = "",
+        context: str | Sequence[Any] = "",
         extra: str = "",
         done: Sequence[Task] = (),
+        problems: Sequence[str] = (),
     ) -> Plan:
+        """A plan for ``goal`` over ``actions``. ``context``: a text, or a history (messages, oldest
+        first) of which the newest that fit the model's window are shown. A re-plan gives the finished
+        tasks (``done``) and what went wrong (``problems``): the prompt lists the newest finished tasks
+        that fit (:data:`REPLAN_NOTE`). ``extra`` is added to the prompt as it is."""
         names = [a.name for a in actions]
-        described = "\n".join(f"- {a.name}: {a.desc or type(a).__doc__ or a.name}".strip() for a in actions)
-        prompt = WRITE_PLAN_PROMPT.format(
-            goal=goal,
-            context=context or "(none)",
-            actions=described,
-            max_tasks=self.max_tasks,
-            example=_example(actions, self.max_tasks),
-            extra=extra,
-        )
         llm = self.llm
         dag = self.dag_schema if self.dag_schema is not None else llm.grammar_constrained
         done_ids = [t.task_id for t in done]
         output_model = _plan_output_model(names, self.max_tasks, dag, done_ids)
+        # the plan's room: 1,024 tokens, or half of a smaller window
+        floor = LLMSettings(max_tokens=min(WRITE_PLAN_SETTINGS.max_tokens or 0, llm.context_window // 2))
+        schema = await schema_tokens(llm, output_model)  # what structured() adds: the schema in the prompt
+        prompt = await self._fitted_prompt(goal, actions, context, extra, done, problems, schema,
+                                           floor.merged(self.settings))
         # under the DAG grammar the longest plan is known, and the budget holds it whole
-        budget = WRITE_PLAN_SETTINGS
+        budget = floor
         if dag:
             # the longest admissible plan, within what the model's window leaves beside the prompt (and
             # its schema and template, PLAN_PROMPT_MARGIN): a plan is far shorter than the longest one
             bound = plan_token_bound(names, self.max_tasks, done_ids)
             prompt_tokens = await llm.count_tokens([{"role": "user", "content": prompt}])
-            room = llm.context_window - prompt_tokens - PLAN_PROMPT_MARGIN
-            budget = LLMSettings(max_tokens=max(WRITE_PLAN_SETTINGS.max_tokens or 0, min(bound, room)))
+            room = llm.context_window - prompt_tokens - schema - PLAN_PROMPT_MARGIN
+            budget = LLMSettings(max_tokens=max(floor.max_tokens or 0, min(bound, room)))
 
         def check(value: BaseModel) -> None:
             plan = _to_plan(goal, value)
@@ -244,6 +257,37 @@ class WritePlan(Action):
         except OutputParseError as exc:
             raise PlanError(f"no valid plan for {goal!r}: {exc}", raw=exc.raw, errors=exc.errors or [str(exc)]) from exc
         return _to_plan(goal, value)
+
+    async def _fitted_prompt(
+        self, goal: str, actions: Sequence[Action], context: str | Sequence[Any], extra: str, done: Sequence[Task],
+        problems: Sequence[str], reserve: int, settings: LLMSettings,
+    ) -> str:
+        """The planning prompt with the newest finished tasks, then the newest history, that fit the
+        window beside the goal, the actions, the format, ``reserve`` tokens (the schema) and the plan's
+        room (never cut)."""
+        described = "\n".join(f"- {a.name}: {a.desc or type(a).__doc__ or a.name}".strip() for a in actions)
+        llm = self.llm
+
+        def prompt(history: str, finished: str) -> str:
+            replan = REPLAN_NOTE.format(done=finished, problem="\n".join(problems), max_tasks=self.max_tasks)
+            return WRITE_PLAN_PROMPT.format(
+                goal=goal, context=history or "(none)", actions=described, max_tasks=self.max_tasks,
+                example=_example(actions, self.max_tasks), extra=(replan if problems else "") + extra,
+            )
+
+        async def fit(texts: list[str], fixed: str, what: str) -> str:
+            asked = to_messages(fixed, [self.prefix] if self.prefix else None)
+            omitted = await fit_to_window(llm, texts, asked, answer, purpose=f"{self.name} {what}s", what=what,
+                                          reserve=reserve)
+            return "\n".join([omitted_note(omitted, what), *texts[omitted:]] if omitted else texts)
+
+        answer = answer_room(llm, settings)
+        finished = await fit([done_line(t) for t in done], prompt("", ""), "finished task") if problems else ""
+        finished = finished or "(none)"
+        if isinstance(context, str):
+            return prompt(context, finished)
+        history = await fit([str(m) for m in context], prompt("", finished), "message")
+        return prompt(history, finished)
 
 
 class ReviewVerdict(BaseModel):
@@ -273,7 +317,8 @@ class ReviewTask(Action):
     name: str = "ReviewTask"
 
     async def run(self, goal: str, task: Task, result: str) -> Review:  # type: ignore[override]
-        prompt = REVIEW_PROMPT.format(goal=goal, instruction=task.instruction, result=result or "(empty)")
+        prompt = REVIEW_PROMPT.format(goal=goal, instruction=task.instruction, result=await self._fitted(
+            goal, task, result or "(empty)"))
         try:
             verdict = await self.llm.structured(
                 prompt, ReviewVerdict, [self.prefix] if self.prefix else None, settings=self.settings
@@ -282,6 +327,18 @@ class ReviewTask(Action):
             # an unreadable review must not sink a finished task: accept, and say so
             return Review(ok=True, feedback="(the review could not be read; accepted)")
         return Review(ok=verdict.ok, feedback=verdict.feedback)
+
+    async def _fitted(self, goal: str, task: Task, result: str) -> str:
+        """The result as the review prompt carries it: its last lines that fit the window beside the goal,
+        the task, the question and the verdict's room (a result's conclusion is at its end)."""
+        lines = result.splitlines()
+        llm = self.llm
+        fixed = to_messages(REVIEW_PROMPT.format(goal=goal, instruction=task.instruction, result=""),
+                            [self.prefix] if self.prefix else None)
+        omitted = await fit_to_window(llm, lines, fixed, answer_room(llm, self.settings), what="result line",
+                                      purpose=f"{self.name} result", reserve=await schema_tokens(llm, ReviewVerdict))
+        return "\n".join([omitted_note(omitted, "result line"), *lines[omitted:]]) if omitted \
+            else result
 
 
 __all__ = [

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..accounting.cost import max_prompt_tokens
+from ..accounting.metering import current_meter
 from ..errors import ContextOverflow, UsageError
+from ..runs.events import HISTORY_FITTED
 from ..runs.log import current_action
 from .types import Messages, messages_text
 
@@ -119,14 +121,23 @@ class ContextWindow:
     def context_window(self) -> int:
         """How many tokens one call may take, prompt and answer together: as configured
         (``context_window:``), else what the provider knows (:meth:`_default_context_window`)."""
-        configured = self.__dict__.get("_context_window")
-        return configured if configured else self._default_context_window()
+        d = self.__dict__
+        configured = d.get("_context_window")
+        if configured:
+            return configured
+        # the provider's default, remembered for the model it was found for (every call and every fitted
+        # prompt asks for the window: the lookup through the table is made once per model name)
+        known = d.get("_default_window")
+        if known is None or known[0] != self.model:
+            known = d["_default_window"] = (self.model, self._default_context_window())
+        return known[1]
 
     @context_window.setter
     def context_window(self, tokens: int | None) -> None:
         if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
             raise UsageError(f"context_window must be a positive number of tokens (or None), not {tokens!r}")
         self.__dict__["_context_window"] = tokens
+        self.__dict__.pop("_default_window", None)
 
     def _default_context_window(self) -> int:
         """The window when none is configured: the table of known models
@@ -153,12 +164,14 @@ class ContextWindow:
         """Raise :class:`~rolecast.errors.ContextOverflow` when the prompt and ``max_tokens`` cannot fit
         the window: before anything is sent, never retried."""
         window = self.context_window
-        cheap = estimate_prompt_tokens(messages_text(messages), len(messages))
+        text = messages_text(messages)
         tools, schema = request.get("tools"), request.get("schema")
-        if getattr(self, "grammar_constrained", False):
-            schema = None  # a grammar constrains the answer: the schema is not in the prompt's tokens
-        extra = estimate_prompt_tokens(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
-        if cheap + extra + max_tokens <= window:  # the safe estimate fits: no need to count exactly
+        extra = request_tokens(self, tools, schema)
+        # a safe upper bound first (see fit_to_window), then the safe estimate: when either fits, nothing
+        # is counted exactly
+        if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:
+            return
+        if estimate_prompt_tokens(text, len(messages)) + extra + max_tokens <= window:
             return
         prompt = await self.count_tokens(messages) + extra
         if prompt + max_tokens > window:
@@ -196,12 +209,104 @@ def fit_history(items: Sequence[T], budget: int, cost: Callable[[T], int]) -> Fi
     return Fitted(list(items[start:]), start, max(0, budget), used)
 
 
-def omitted_note(n: int) -> str:
-    """The line a prompt carries where ``n`` earlier messages were left out to fit the window."""
-    return f"[{n} earlier message{'s' if n != 1 else ''} left out to fit the context window]"
+def omitted_note(n: int, what: str = "message", which: str = "earlier") -> str:
+    """The line a prompt carries where ``n`` ``which`` (earlier, later) units (``what``: message, step …)
+    were left out to fit the window."""
+    return f"[{n} {which} {what}{'s' if n != 1 else ''} left out to fit the context window]"
+
+
+def request_tokens(llm: Any, tools: Any = None, schema: Any = None) -> int:
+    """The tokens a call's tool definitions and output schema add to its prompt, as the check before
+    sending counts them (a safe estimate; a grammar-constrained model's schema constrains the answer
+    and is not in the prompt)."""
+    if getattr(llm, "grammar_constrained", False):
+        schema = None
+    return estimate_prompt_tokens(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
+
+
+def answer_room(llm: Any, settings: Any = None, kind: str = "complete") -> int:
+    """The tokens a call of ``kind`` (``complete`` or ``choose``) with ``settings`` reserves for its answer
+    (what :meth:`~rolecast.llm.base.BaseLLM.complete` asks ``max_tokens`` to be)."""
+    merged = llm.settings if settings is None else llm.settings.merged(settings)
+    if merged.max_tokens:
+        return int(merged.max_tokens)
+    return int(llm._effective(merged, llm.choice_max_tokens if kind == "choose" else None).max_tokens or 0)
+
+
+async def schema_tokens(llm: Any, output_type: Any) -> int:
+    """The tokens :meth:`~rolecast.llm.base.BaseLLM.structured` adds to a prompt for ``output_type``: the
+    schema it writes into the prompt (counted in the model's tokens, with its sentence) and the schema
+    in the request (as the check before sending counts it)."""
+    schema = output_type.model_json_schema()
+    in_prompt = (await llm.count_texts([json.dumps(schema, ensure_ascii=False)]))[0] + 32
+    return in_prompt + request_tokens(llm, schema=schema)
+
+
+#: what an action's own words (its template, its instruction) may take, as a share of the window,
+#: when the framework hands it a history: the history gets the rest, less the answer's room
+ACTION_SHARE = 0.125
+#: tokens kept free besides the counted parts: joins between texts can tokenize a little differently
+SAFETY_TOKENS = 16
+
+
+async def fit_to_window(
+    llm: ContextWindow, texts: Sequence[str], fixed: Messages, max_tokens: int, *, purpose: str,
+    what: str = "message", reserve: int = 0, role: Any = None, keep: int = 0,
+) -> int:
+    """How many of the oldest ``texts`` (a history, oldest first) a prompt leaves out so that the newest
+    fit beside ``fixed`` (the prompt's parts that are never cut: system prompt, instruction, format),
+    ``reserve`` more tokens (tool definitions, a schema) and ``max_tokens``, counted in ``llm``'s tokens.
+    What is kept is always a contiguous tail: ``texts[omitted:]``. The caller says how many were left
+    out with :func:`omitted_note` (``what``: the unit's name).
+
+    The newest ``keep`` are kept even when they do not fit (the message an action answers: better a
+    ContextOverflow than an answer to a prompt without it).
+
+    When some were left out, a ``history_fitted`` event goes to the run log for ``role`` (a role, or a
+    name; else the running turn's). When even the fixed parts and ``max_tokens`` do not fit, all are left
+    out, and the call itself is a :class:`~rolecast.errors.ContextOverflow` before it is sent.
+    """
+    n = len(texts)
+    window = llm.context_window
+    room = window - max_tokens - reserve - SAFETY_TOKENS
+    # a safe upper bound first (a token covers at least one UTF-8 byte, a character at most four, and a
+    # chat template adds a few per message): when even that fits, nothing is counted — the common case
+    chars = sum(map(len, texts))
+    for message in fixed:  # (a loop: no generator's frame on every turn's path)
+        chars += len(str(message.get("content") or ""))
+    if 4 * chars + 16 * (n + len(fixed)) <= room:
+        return 0
+    fixed_tokens = await llm.count_tokens(fixed)
+    note_tokens = (await llm.count_texts([omitted_note(n, what)]))[0] + 1
+    budget = room - fixed_tokens - note_tokens
+    costs = await llm.count_texts(list(texts))
+    fitted = fit_history(range(n), budget, lambda i: costs[i] + 1)  # +1: the break between two items
+    if fitted.omitted > n - keep:
+        fitted = Fitted(list(range(n - keep, n)), n - keep, fitted.budget, sum(costs[n - keep:]) + keep)
+    if fitted.omitted:
+        record_fitted(purpose, fitted, window, max_tokens, what=what, role=role)
+    return fitted.omitted
+
+
+def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *, what: str = "message",
+                  role: Any = None) -> None:
+    """A ``history_fitted`` event in the run log (``rolecast runs show`` and the studio list it), for
+    ``role`` (a role: its name and its team's log; a name, or None: the running turn's log)."""
+    meter = current_meter()
+    log, name = meter.run_log, meter.role or ""
+    if isinstance(role, str):
+        name = role
+    elif role is not None:
+        name, log = role.name, role.context.run_log or log
+    if log is not None:
+        log.emit(HISTORY_FITTED, {
+            "purpose": purpose, "kept": len(fitted.kept), "omitted": fitted.omitted, "unit": what,
+            "window": window, "budget": fitted.budget, "max_tokens": max_tokens,
+        }, role=name)
 
 
 __all__ = [
-    "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "ContextWindow", "Fitted", "estimate_prompt_tokens", "fit_history",
-    "known_window", "omitted_note",
+    "ACTION_SHARE", "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "SAFETY_TOKENS", "ContextWindow", "Fitted",
+    "answer_room", "estimate_prompt_tokens", "fit_history", "fit_to_window", "known_window", "omitted_note",
+    "record_fitted", "request_tokens", "schema_tokens",
 ]

@@ -134,7 +134,8 @@ def _describe(event: RunEvent) -> str | None:
                 f"not a number from -1 to {n - 1}: its turn ended")
     if event.kind == HISTORY_FITTED:
         return (f"  {role}: {printable(d.get('purpose', 'a prompt'))} left out {d.get('omitted')} earlier "
-                f"message(s), kept {d.get('kept')}, to fit the context window of {d.get('window')} tokens")
+                f"{printable(d.get('unit', 'message'))}(s), kept {d.get('kept')}, to fit the context window of "
+                f"{d.get('window')} tokens")
     if event.kind == TURN_FAILED:
         if d.get("type") == "ApprovalPending":  # (the turn waits for a person's answer: not a failure)
             return f"  {role} waits: {_short(d.get('error', ''))}"
