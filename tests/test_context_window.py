@@ -201,3 +201,22 @@ async def test_compaction_keeps_a_summary_that_resume_and_fork_reproduce_without
         await team.run(n_round=10, idea="Ban cars from city centres?")
         again = [m for m in team.env.roles["Ada"].rc.history if m.cause_by == COMPACTED]
         assert [(m.id, m.content) for m in again] == [(m.id, m.content) for m in summaries]
+
+
+async def test_a_reask_after_a_long_unusable_answer_still_fits_the_window():
+    # the prompt is fitted to the brim (room for one answer): the re-ask must not carry every failed
+    # answer, or the third attempt overflows where the first two fit
+    bad = "nonsense " * 150
+    llm = ScriptedLLM([bad, bad, "42"], context_window=1000)
+    llm.settings.max_tokens = 300
+    prompt = "Answer with a number. " + "context " * 120
+
+    def number(text: str) -> int:
+        if not text.strip().isdigit():
+            raise ValueError("not a number")
+        return int(text)
+
+    assert await llm.ask_valid(prompt, number, tries=3) == 42
+    sizes = [len(call.messages) for call in llm.calls]
+    assert sizes[0] == 1 and all(size <= 3 for size in sizes)  # never all three failed turns at once
+    assert llm.calls[-1].messages[0]["content"] == prompt  # the question itself is never cut

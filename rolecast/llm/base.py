@@ -482,13 +482,13 @@ class BaseLLM(MetaGPTCalls, ContextWindow, ABC):
         """
         if tries < 1:
             raise UsageError("ask_valid() needs at least one try")
-        messages = to_messages(prompt, system_msgs)
+        asked = to_messages(prompt, system_msgs)
+        messages = asked
         errors: list[str] = []
         raw = ""
         for attempt in range(1, tries + 1):
-            completion = await self.complete(
-                messages, stop=stop, settings=settings, structured=structured, grammar=grammar
-            )
+            completion = await self._reask(asked, messages, stop=stop, settings=settings, structured=structured,
+                                           grammar=grammar)
             raw = completion.text
             try:
                 return parse(raw)
@@ -502,6 +502,26 @@ class BaseLLM(MetaGPTCalls, ContextWindow, ABC):
                 ]
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         raise OutputParseError(f"no usable answer after {attempts}: {errors[-1]}", raw=raw, errors=errors)
+
+    async def _reask(self, asked: Messages, messages: Messages, **kwargs: Any) -> Completion:
+        """Send ``messages`` (the prompt ``asked``, then the failed answers and the fixes). A prompt fitted to
+        the window leaves room for one answer, not for the failed ones: a re-ask that does not fit
+        (ContextOverflow, raised before anything is sent) keeps only the last failed answer and its fix,
+        and then only the prompt (a fresh answer); a prompt that cannot fit alone still overflows."""
+        candidates = [messages]
+        if len(messages) > len(asked) + 2:
+            candidates.append([*asked, *messages[-2:]])
+        if len(messages) > len(asked):
+            candidates.append(asked)
+        for i, candidate in enumerate(candidates):
+            try:
+                return await self.complete(candidate, **kwargs)
+            except ContextOverflow:
+                if i == len(candidates) - 1:
+                    raise
+                logger.debug("{}: a re-ask with {} messages passes the window; asking with fewer", self,
+                             len(candidate))
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     async def structured(
         self,
