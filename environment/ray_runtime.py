@@ -115,6 +115,7 @@ class RayRuntime:
         init_kwargs: dict[str, Any] | None = None,
         neighbours: Callable[[Role], Iterable[str]] | None = None,
         describe: Callable[[Role], Mapping[str, Any] | None] | None = None,
+        prestart: bool = True,
     ):
         if roles_per_actor is not None and roles_per_actor < 1:
             raise UsageError("roles_per_actor must be at least 1")
@@ -128,6 +129,7 @@ class RayRuntime:
         self.init_kwargs = dict(init_kwargs or {})
         self.neighbours = neighbours
         self.describe = describe
+        self.prestart = prestart
         self.router = Router()
         self.round = 0
         self._roles: dict[str, Role] = {}  # hired, not placed yet
@@ -138,6 +140,8 @@ class RayRuntime:
         self._budget: float | None = None
         self._started_ray = False
         self._spec: dict[str, Any] | None = None
+        self._warm: list[Any] = []  # actors started at the first hire, while the driver builds the others
+        self._prestarted = False
         self._topology: tuple[list[Any], Routing] | None = None
         self._topology_sent = False
         #: the last round's messages (by ``id``): the workers deliver them, the driver only records them
@@ -154,6 +158,19 @@ class RayRuntime:
         self.router.add(role.name, role.addresses)
         self._roles[role.name] = role
         self._topology = None
+        if not self._prestarted:
+            self._prestarted = True
+            if self.prestart and self.roles_per_actor is None:
+                self._start_actors()
+
+    def _start_actors(self) -> None:
+        """Join (or start) the cluster and start one actor per CPU now: their processes come up and
+        import the framework while the driver builds the rest of the team."""
+        t0 = time.perf_counter()
+        self._connect()
+        self.startup_seconds["cluster"] = self.startup_seconds.get("cluster", 0.0) + time.perf_counter() - t0
+        worker_cls = self._worker_cls()
+        self._warm = [worker_cls.remote() for _ in range(_cluster_cpus(_ray()))]
 
     def deliver(self, message: Message) -> None:
         """Queue ``message`` for the workers of its receivers, in one batch per worker and round.
@@ -185,7 +202,7 @@ class RayRuntime:
         t0 = time.perf_counter()
         if self._spec is None:
             self._start(env)
-            self.startup_seconds["cluster"] = time.perf_counter() - t0
+            self.startup_seconds["cluster"] = self.startup_seconds.get("cluster", 0.0) + time.perf_counter() - t0
         if self._roles:
             t1 = time.perf_counter()
             await self._place()
@@ -222,17 +239,17 @@ class RayRuntime:
 
     def close(self) -> None:
         ray = _ray()
-        for group in self._groups:
+        for actor in [*(g.actor for g in self._groups), *self._warm]:
             try:
-                ray.kill(group.actor)
+                ray.kill(actor)
             except Exception as exc:  # already gone
-                logger.debug("killing {}: {}", group.name, exc)
+                logger.debug("killing {}: {}", actor, exc)
         if self._meter is not None:
             try:
                 ray.kill(self._meter)
             except Exception as exc:
                 logger.debug("killing the meter: {}", exc)
-        self._groups, self._meter = [], None
+        self._groups, self._warm, self._meter = [], [], None
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
         self._started_ray = False
@@ -268,16 +285,15 @@ class RayRuntime:
         """Wait for Ray to bring the actor back, then replay the rounds before this one on it."""
         for _ in range(120):
             try:
-                await group.actor.restore.remote(group.shipments, group.past[:-1], self._current_topology())
+                await group.actor.restore.remote(group.spec_ref, group.shipments, group.past[:-1],
+                                                 self._current_topology())
                 return
             except ray.exceptions.RayActorError:
                 await asyncio.sleep(0.5)  # still restarting
         raise WorkerLost(group.name, group.roles)
 
     # ----------------------------------------------------------- placement
-    def _start(self, env: Any) -> None:
-        if self._spec is not None:
-            return
+    def _connect(self) -> None:
         ray = _ray()
         if not ray.is_initialized():
             if self.address is None:
@@ -291,6 +307,15 @@ class RayRuntime:
                 kwargs = {"runtime_env": local_runtime_env()} if _on_this_machine(self.address) else {}
                 ray.init(address=self.address, **{**kwargs, **self.init_kwargs})
             self._started_ray = True
+
+    def _worker_cls(self) -> Any:
+        return _ray().remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
+
+    def _start(self, env: Any) -> None:
+        if self._spec is not None:
+            return
+        self._connect()
+        ray = _ray()
         context = env.context
         cm = context.cost_manager
         self._budget = cm.max_budget
@@ -326,7 +351,7 @@ class RayRuntime:
         ray = _ray()
         assert self._spec is not None
         per = self.roles_per_actor or max(1, math.ceil(len(self.router.names) / _cluster_cpus(ray)))
-        worker_cls = ray.remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
+        worker_cls = self._worker_cls()
         room = per - len(self._groups[-1].roles) if self._groups else 0
         names = self._placement_order(max(room, 0), per)
         first = len(self._groups) - (1 if room > 0 else 0)  # the first group to take roles
@@ -334,9 +359,9 @@ class RayRuntime:
             # every actor starts now (its process comes up while the driver describes the roles)
             index = len(self._groups)
             gname = f"worker-{index}"
-            # kept referenced by the driver: Ray rebuilds a restarted actor from these arguments
+            # kept referenced by the driver: a restarted actor is set up from it again
             spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, index=index, **self._spec))
-            group = _Group(gname, index, worker_cls.remote(spec))
+            group = _Group(gname, index, self._warm.pop(0) if self._warm else worker_cls.remote())
             group.spec_ref = spec
             self._groups.append(group)
         calls, taken = [], 0
@@ -353,7 +378,7 @@ class RayRuntime:
             taken += len(items)
             shipment = _cloudpickle().dumps(items)
             group.shipments.append(shipment)
-            calls.append(group.actor.place.remote(shipment))  # the worker unpacks while the driver goes on
+            calls.append(group.actor.place.remote(group.spec_ref, shipment))  # the worker unpacks while the driver goes on
         await asyncio.gather(*calls)
         self._topology, self._topology_sent = None, False
         mail, self._unplaced_mail = self._unplaced_mail, []

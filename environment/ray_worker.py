@@ -215,7 +215,14 @@ class WorkerBus:
 class RoleWorker:
     """A group of roles in one process (the body of a Ray actor)."""
 
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec | None = None):
+        """``spec`` None: a worker started ahead of its roles (its process up, its imports done) and
+        set up later (:meth:`setup`)."""
+        if spec is not None:
+            self.setup(spec)
+
+    def setup(self, spec: WorkerSpec) -> None:
+        """Open the run log, make the context and the models: what the worker needs besides its roles."""
         self.spec = spec
         store = open_worker_store(spec.store)
         self.log: RunLog | None = (
@@ -272,9 +279,11 @@ class RoleWorker:
             await self.spec.meter.settle.remote(ticket, usage.completion_tokens, cost)
 
     # ------------------------------------------------------------------- roles
-    def place(self, shipment: bytes) -> list[str]:
+    def place(self, spec: WorkerSpec, shipment: bytes) -> list[str]:
         """Make the shipped roles (unpickled, or built here from their class and keywords) and attach
-        them to this worker; returns their names."""
+        them to this worker (set up by ``spec`` first, if it was started ahead); returns their names."""
+        if getattr(self, "spec", None) is None:
+            self.setup(spec)
         names = []
         for item in pickle.loads(shipment):
             role: Role = pickle.loads(item[1]) if item[0] == "role" else item[1](**item[2])
@@ -354,14 +363,17 @@ class RoleWorker:
         return self.mail.sent_to(index)
 
     async def restore(
-        self, shipments: list[bytes], past: list[tuple[int, Deliveries]], topology: tuple[list[Any], Routing],
+        self, spec: WorkerSpec, shipments: list[bytes], past: list[tuple[int, Deliveries]],
+        topology: tuple[list[Any], Routing],
     ) -> int:
         """After a restart: place the roles again and re-execute their past rounds (answers from the log),
         with the mail its peers sent it then (each keeps what it sent)."""
+        if getattr(self, "spec", None) is None:
+            self.setup(spec)
         if self.bus.roles:
             return 0  # this instance never died: nothing to restore
         for shipment in shipments:
-            self.place(shipment)
+            self.place(spec, shipment)
         self.connect(*topology)
         peers, me = topology[0], self.mail.index
         logs = await asyncio.gather(*(p.sent_to.remote(me) for i, p in enumerate(peers) if i != me),
