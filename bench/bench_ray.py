@@ -56,7 +56,16 @@ def run_case(runtime: str, agents: int, rounds: int, num_cpus: int, address: str
 
     base_kib = vm_hwm_kib()
     load = os.getloadavg()[0]
-    rt = simulation.ray_runtime(address, num_cpus=num_cpus) if runtime == "ray" else None
+    if runtime == "ray":
+        rt = simulation.ray_runtime(address, num_cpus=num_cpus)
+    elif runtime == "ray-pickle":  # the roles pickled on the driver, not built on the workers
+        rt = simulation.ray_runtime(address, num_cpus=num_cpus, describe=None)
+    elif runtime == "ray-before":  # another checkout (--before): its RayRuntime as it was
+        from environment.ray_runtime import RayRuntime
+
+        rt = RayRuntime(address, num_cpus=num_cpus, roles_per_actor=-(-agents // num_cpus))
+    else:
+        rt = None
     start, cpu0 = time.perf_counter(), time.process_time()
     team = simulation.build_team(agents, llm=simulation.instant_model(), runtime=rt, store=None)
     team.run_project(simulation.TOPIC)
@@ -97,10 +106,15 @@ def run_case(runtime: str, agents: int, rounds: int, num_cpus: int, address: str
 
 
 def case(runtime: str, agents: int, args: argparse.Namespace, address: str | None) -> dict[str, Any]:
+    root = Path(args.before) if runtime == "ray-before" else ROOT
+    script = root / "bench" / "bench_ray.py"
+    if runtime == "ray-before":  # this script, run in the other checkout (imports its code)
+        script.write_text(Path(__file__).read_text())
+    env = {**os.environ, "PYTHONPATH": str(root)}
     out = subprocess.run(
-        [sys.executable, __file__, "--case", runtime, str(agents), "--rounds", str(args.rounds),
+        [sys.executable, str(script), "--case", runtime, str(agents), "--rounds", str(args.rounds),
          "--num-cpus", str(args.num_cpus), *(["--address", address] if address else [])],
-        capture_output=True, text=True, cwd=ROOT, timeout=1800,
+        capture_output=True, text=True, cwd=root, timeout=1800, env=env,
     )
     if out.returncode:
         raise SystemExit(f"{runtime} {agents}: {out.stderr[-3000:]}")
@@ -115,7 +129,7 @@ class Head:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         ray_cli = shutil.which("ray") or "ray"
         self.proc = subprocess.Popen(
             [ray_cli, "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={num_cpus}",
@@ -136,11 +150,12 @@ class Head:
         Path(self.log.name).unlink(missing_ok=True)
 
 
-def summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+def summary(sets: list[dict[str, dict[str, Any]]], runtime: str = "ray") -> dict[str, Any]:
+    pairs = [(s["local"], s[runtime]) for s in sets]
     local, ray = [p[0] for p in pairs], [p[1] for p in pairs]
     med = statistics.median
     return {
-        "agents": local[0]["agents"], "rounds": local[0]["rounds"], "pairs": len(pairs),
+        "runtime": runtime, "agents": local[0]["agents"], "rounds": local[0]["rounds"], "pairs": len(pairs),
         "local_wall_s": med(r["wall_s"] for r in local), "ray_wall_s": med(r["wall_s"] for r in ray),
         "ratio": round(med(b["wall_s"] / a["wall_s"] for a, b in pairs), 2),
         "ratios": [round(b["wall_s"] / a["wall_s"], 2) for a, b in pairs],
@@ -149,7 +164,8 @@ def summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any
         "ray_place_s": med(r["place_s"] for r in ray),
         "same_history": all(a["digest"] == b["digest"] for a, b in pairs),
         "same_deliveries": all(a["delivered"] == b["delivered"] for a, b in pairs),
-        "deliveries_in_actor": ray[0]["deliveries_in_actor"], "deliveries_cross_actor": ray[0]["deliveries_cross_actor"],
+        "deliveries_in_actor": ray[0]["deliveries_in_actor"],
+        "deliveries_cross_actor": ray[0]["deliveries_cross_actor"],
         "load": [r["load"] for p in pairs for r in p],
     }
 
@@ -161,6 +177,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--address", default=None, help='a running Ray cluster ("auto"); default: start a head')
+    parser.add_argument("--pickle", action="store_true",
+                        help="also Ray with the roles pickled on the driver (not built on the workers)")
+    parser.add_argument("--before", default=None, help="also Ray from another checkout (its code as it was)")
     parser.add_argument("--case", nargs=2, metavar=("RUNTIME", "AGENTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -170,17 +189,22 @@ def main() -> None:
     address = head.address if head is not None else args.address
     results: dict[str, Any] = {"cases": [], "summary": []}
     try:
+        runtimes = ["local", "ray", *(["ray-pickle"] if args.pickle else []), *(["ray-before"] if args.before else [])]
         for agents in args.agents:
-            pairs = []
+            sets = []
             for i in range(args.pairs):
-                order = ("local", "ray") if i % 2 == 0 else ("ray", "local")
-                rows = {runtime: case(runtime, agents, args, address) for runtime in order}
+                order = runtimes[i % len(runtimes):] + runtimes[:i % len(runtimes)]  # each first in turn
+                if i % 2:
+                    order.reverse()
+                rows = {}
                 for runtime in order:
+                    rows[runtime] = case(runtime, agents, args, address)
                     print(json.dumps(rows[runtime]), flush=True)
                     results["cases"].append(rows[runtime])
-                pairs.append((rows["local"], rows["ray"]))
-            results["summary"].append(summary(pairs))
-            print(json.dumps(results["summary"][-1]), flush=True)
+                sets.append(rows)
+            for runtime in runtimes[1:]:
+                results["summary"].append(summary(sets, runtime))
+                print(json.dumps(results["summary"][-1]), flush=True)
     finally:
         if head is not None:
             head.stop()

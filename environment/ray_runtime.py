@@ -54,7 +54,7 @@ from rolecast.errors import UsageError, WorkerLost
 from roles import Role
 
 from .ray_mail import Routing
-from .ray_worker import Deliveries, RoleItem, RoleWorker, WorkerSpec, detached_pickle, merge_usage
+from .ray_worker import Deliveries, RoleItem, RoleWorker, WorkerSpec, detached, detached_pickle, merge_usage
 from .runtime import RoundOutcome, Router
 
 
@@ -376,9 +376,10 @@ class RayRuntime:
                     group.busy.add(name)
                     # what the role already had in its inbox travels with it; it is read at its first turn
             taken += len(items)
-            shipment = _cloudpickle().dumps(items)
+            shipment = _ship(items)
             group.shipments.append(shipment)
-            calls.append(group.actor.place.remote(group.spec_ref, shipment))  # the worker unpacks while the driver goes on
+            # sent now: the worker unpacks while the driver goes on
+            calls.append(group.actor.place.remote(group.spec_ref, shipment))
         await asyncio.gather(*calls)
         self._topology, self._topology_sent = None, False
         mail, self._unplaced_mail = self._unplaced_mail, []
@@ -396,7 +397,7 @@ class RayRuntime:
             keywords = self.describe(role)
             if keywords is not None:
                 return ("build", type(role), dict(keywords))
-        return ("role", _ship(role))
+        return ("role", role)
 
     def _placement_order(self, first: int, per: int) -> list[str]:
         """The roles to place, in the order they fill the actors (``first`` to the first, then ``per``
@@ -496,14 +497,29 @@ def _try_pickle(llm: Any, what: str) -> bytes | None:
         return None
 
 
-def _ship(role: Role) -> bytes:
+def _ship(items: list[RoleItem]) -> bytes:
+    """One shipment for a worker: its roles pickled together (what they share, such as their
+    classes, pickled once), or described."""
+    roles = [item[1] for item in items if item[0] == "role"]
     try:
-        return detached_pickle(role)
+        with detached(roles):
+            blob: bytes = _cloudpickle().dumps(items)
+        return blob
     except Exception as exc:
+        culprit = next((r for r in roles if not _picklable(r)), None)
+        name = culprit.name if culprit is not None else "?"
         raise UsageError(
-            f"role {role.name!r} cannot be shipped to a Ray worker: {type(exc).__name__}: {exc}. "
+            f"role {name!r} cannot be shipped to a Ray worker: {type(exc).__name__}: {exc}. "
             "A role's own model must be picklable (or leave it unset and give the team a configured model)"
         ) from exc
+
+
+def _picklable(role: Role) -> bool:
+    try:
+        detached_pickle(role)
+        return True
+    except Exception:
+        return False
 
 
 def _shared_store(store: Any) -> Any:

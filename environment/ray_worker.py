@@ -20,7 +20,8 @@ import os
 import pickle
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ from .runtime import logged_turn
 #: who receives, and the message
 Deliveries = list[tuple[list[str], Message]]
 #: the roles a worker holds, as the driver ships them (one cloudpickled list per shipment): each a
-#: role pickled on the driver (``("role", bytes)``), or built on the worker (``("build", cls, kwargs)``)
+#: role pickled on the driver (``("role", role)``), or built on the worker (``("build", cls, kwargs)``)
 RoleItem = tuple[Any, ...]
 
 
@@ -286,7 +287,7 @@ class RoleWorker:
             self.setup(spec)
         names = []
         for item in pickle.loads(shipment):
-            role: Role = pickle.loads(item[1]) if item[0] == "role" else item[1](**item[2])
+            role: Role = item[1] if item[0] == "role" else item[1](**item[2])
             self.bus.roles[role.name] = role
             role.set_env(self.bus)
             if role._llm is not None:
@@ -419,28 +420,41 @@ class RoleWorker:
         return os.getpid()
 
 
+@contextmanager
+def detached(roles: Iterable[Role]) -> Iterator[None]:
+    """``roles`` without their environment, context or wrapped models while the block runs (to pickle
+    them); put back afterwards."""
+    saved = []
+    try:
+        for role in roles:
+            llm = role._llm
+            inner = llm.inner if isinstance(llm, ClusterModel) else llm
+            saved.append((role, role.rc.env, role._context, llm,
+                          [(a, a._context, a._llm, a._role_llm) for a in role.actions]))
+            role.rc.env = None
+            role.set_context(None)
+            role._llm = inner
+            for action in role.actions:
+                own = action._llm
+                action._llm = own.inner if isinstance(own, ClusterModel) else own
+                action._role_llm = inner
+        yield
+    finally:
+        for role, env, context, llm, actions in saved:
+            role.rc.env = env
+            role.set_context(context)
+            role._llm = llm
+            for action, ctx, own, role_llm in actions:
+                action._context, action._llm, action._role_llm = ctx, own, role_llm
+
+
 def detached_pickle(role: Role) -> bytes:
-    """``role`` pickled without its environment, context or wrapped models (put back afterwards)."""
+    """``role`` pickled without its environment, context or wrapped models (see :func:`detached`)."""
     from ray import cloudpickle  # the extra is installed wherever a role is shipped
 
-    env, context, llm = role.rc.env, role._context, role._llm
-    inner = llm.inner if isinstance(llm, ClusterModel) else llm
-    actions = [(a, a._context, a._llm, a._role_llm) for a in role.actions]
-    try:
-        role.rc.env = None
-        role.set_context(None)
-        role._llm = inner
-        for action, _, own, _ in actions:
-            action._llm = own.inner if isinstance(own, ClusterModel) else own
-            action._role_llm = inner
+    with detached([role]):
         blob: bytes = cloudpickle.dumps(role)
-        return blob
-    finally:
-        role.rc.env = env
-        role.set_context(context)
-        role._llm = llm
-        for action, ctx, own, role_llm in actions:
-            action._context, action._llm, action._role_llm = ctx, own, role_llm
+    return blob
 
 
 def merge_usage(cm: CostManager, usage: dict[str, dict[str, tuple[int, int, float, int]]]) -> None:
@@ -474,6 +488,7 @@ def _portable_error(role: Role, failure: BaseException) -> BaseException:
 
 
 __all__ = [
-    "ClusterModel", "Deliveries", "RoleItem", "RoleWorker", "WorkerBus", "WorkerSpec", "detached_pickle",
+    "ClusterModel", "Deliveries", "RoleItem", "RoleWorker", "WorkerBus", "WorkerSpec", "detached",
+    "detached_pickle",
     "merge_usage",
 ]
