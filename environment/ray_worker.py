@@ -132,6 +132,21 @@ class ClusterModel(BaseLLM):
     def __repr__(self) -> str:
         return f"ClusterModel({self.inner!r})"
 
+    # the window and the token counts are the inner model's (its tokenizer, its n_ctx): prompts are
+    # fitted on a worker as they are in process
+    def _default_context_window(self) -> int:
+        return self.inner.context_window
+
+    @property
+    def context_window_known(self) -> bool:
+        return self.inner.context_window_known
+
+    async def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return await self.inner.count_texts(texts)
+
+    async def count_tokens(self, messages: Messages) -> int:
+        return await self.inner.count_tokens(messages)
+
     async def _complete(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings,
         structured: StructuredRequest | None = None, tools: list[dict[str, Any]] | None = None,

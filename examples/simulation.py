@@ -82,7 +82,8 @@ def followed_by(role: Role) -> list[str]:
 
 def ray_runtime(address: str | None = None, **kwargs: object) -> RayRuntime:
     """The Ray runtime for the simulation: agents placed by who follows whom, built on the workers."""
-    return RayRuntime(address, neighbours=followed_by, describe=describe, **kwargs)  # type: ignore[arg-type]
+    options: dict[str, object] = {"neighbours": followed_by, "describe": describe, **kwargs}
+    return RayRuntime(address, **options)  # type: ignore[arg-type]
 
 
 def ring(n: int, k: int) -> dict[str, list[str]]:
