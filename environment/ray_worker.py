@@ -300,8 +300,20 @@ class RoleWorker:
         them to this worker (set up by ``spec`` first, if it was started ahead); returns their names."""
         if getattr(self, "spec", None) is None:
             self.setup(spec)
+        collecting = gc.isenabled()
+        gc.disable()  # thousands of long-lived objects made at once: no collection finds garbage among them
+        try:
+            names = self._place(pickle.loads(shipment))
+        finally:
+            if collecting:
+                gc.enable()
+        # the roles live as long as the worker: the collector need not walk them again and again
+        gc.freeze()
+        return names
+
+    def _place(self, items: list[RoleItem]) -> list[str]:
         names = []
-        for item in pickle.loads(shipment):
+        for item in items:
             role: Role = item[1] if item[0] == "role" else item[1](**item[2])
             self.bus.roles[role.name] = role
             role.set_env(self.bus)
@@ -311,8 +323,6 @@ class RoleWorker:
                 if action._llm is not None:
                     action._llm = self.wrap(action._llm)
             names.append(role.name)
-        # the roles live as long as the worker: the collector need not walk them again and again
-        gc.freeze()
         return names
 
     def connect(self, peers: list[Any], routing: Routing) -> None:
