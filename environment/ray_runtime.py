@@ -7,18 +7,21 @@
                                               rate_limit=RateLimit(requests=500, tokens=200_000)),
                 store=PostgresRunStore("postgresql://…"))
 
-The user's script does not change. When the first round starts, the roles are pickled
-(cloudpickle ships user-defined Role and Action subclasses by value or by module) and
-placed on :class:`~environment.ray_worker.RoleWorker` actors in hiring order,
-``roles_per_actor`` to an actor. Each round the driver sends every actor, in one call, the
-messages its roles receive (by the bus's addressing rules, :class:`~environment.runtime.Router`),
-every actor runs its roles' turns, and the driver waits for all of them (the barrier);
-the environment then delivers the round's messages in the same fixed order as in
-process, so the history is the same. A message goes back to the actor whose role
-published it only as a key (its sender and its place among the sender's messages): that
-actor delivers the message it holds, so on a graph placed by neighbourhood (the simulation's
-ring) only the messages that cross actors are shipped — the driver still receives every
-message, for the history and the order.
+The user's script does not change. The actors start at the first hire (one per CPU, their
+processes coming up while the driver builds the team); when the first round starts the
+roles are placed on :class:`~environment.ray_worker.RoleWorker` actors, ``roles_per_actor``
+to an actor, in hiring order or — with ``neighbours`` — by who talks to whom. A role travels
+as a description (``describe``: its class and keywords, built on the worker) or pickled
+(cloudpickle ships user-defined Role and Action subclasses by value or by module), one
+shipment per actor.
+
+The driver is not in the data path. At the start of each round every actor routes what its
+roles published in the last one (:mod:`environment.ray_mail`): what reaches its own roles
+stays there, the rest goes to the other actors in one batch per actor, actor to actor; each
+delivers its mail in the in-process order, then the driver's own (messages published
+outside the actors, such as the idea), runs its roles' turns and returns its counts and its
+messages. The driver waits for all (the barrier), records the messages in the history and
+the run log, and hands every actor the addresses that changed.
 
 ``address="auto"`` joins the cluster ``ray start --head`` started on this machine (its
 workers import what this process imports, as on a local one) and leaves it running at
@@ -29,9 +32,10 @@ other is made there from the team's configuration. One meter actor holds the tea
 budget and the rate limit (requests and tokens per minute) for every worker.
 
 A worker that dies is restarted by Ray (``max_restarts``); the driver then places its
-roles again and has it re-execute their past rounds, every model call answered from
-the run log (the store must be one every worker reaches: PostgreSQL, or SQLite on one
-machine), before the round goes on. Importing this module does not import Ray.
+roles again and has it re-execute their past rounds — with the batches its peers sent it
+then, which each keeps — every model call answered from the run log (the store must be
+one every worker reaches: PostgreSQL, or SQLite on one machine), before the round goes on.
+Importing this module does not import Ray.
 """
 
 from __future__ import annotations
