@@ -37,10 +37,15 @@ Batch = list[tuple[OrderKey, list[str], Message]]
 class Routing:
     """The team's addressing and placement, as the driver sends it to every actor."""
 
-    def __init__(self, names: list[str], addresses: Mapping[str, Iterable[str]], actor_of: Mapping[str, int]):
+    def __init__(
+        self, names: list[str], addresses: Mapping[str, Iterable[str]], actor_of: Mapping[str, int],
+        joined: Mapping[str, int] | None = None,
+    ):
         self.names = names
         self.addresses = {name: sorted(addresses.get(name, ())) for name in names}
         self.actor_of = dict(actor_of)
+        #: roles hired during the run: the rounds finished before they joined (their messages missed them)
+        self.joined = dict(joined or {})
 
     def router(self) -> Router:
         router = Router()
@@ -57,8 +62,10 @@ class Mailroom:
         self.peers: list[Any] = []  # every actor's handle, this one's included, by index
         self.router = Router()
         self.actor_of: dict[str, int] = {}
+        self.joined: dict[str, int] = {}
         #: what this actor's roles published in its last round: routed at the start of the next
         self.outbox: list[Message] = []
+        self.outbox_round = 0
         self._plan: tuple[Batch, dict[int, Batch]] | None = None
         self._incoming: dict[int, dict[int, Batch]] = {}
         self._arrived = asyncio.Event()
@@ -70,22 +77,27 @@ class Mailroom:
         self.peers = peers
         self.router = routing.router()
         self.actor_of = routing.actor_of
+        self.joined = routing.joined
         self._plan = None
 
-    def set_outbox(self, messages: list[Message]) -> tuple[int, int]:
-        """Keep a round's messages for the next round; returns the deliveries they make (here, elsewhere)."""
-        self.outbox = messages
+    def set_outbox(self, messages: list[Message], round_no: int) -> tuple[int, int]:
+        """Keep round ``round_no``'s messages for the next round; returns the deliveries they make (here,
+        elsewhere)."""
+        self.outbox, self.outbox_round = messages, round_no
         local, out = self._plan = self._route()
         return sum(len(names) for _, names, _ in local), sum(len(n) for b in out.values() for _, n, _ in b)
 
     def _route(self) -> tuple[Batch, dict[int, Batch]]:
         rank, last = self.router.rank, len(self.router.names)
+        joined, sent_in = self.joined, self.outbox_round
         local: Batch = []
         out: dict[int, Batch] = {i: [] for i in range(len(self.peers)) if i != self.index}
         for pos, message in enumerate(self.outbox):
             key = (rank.get(message.sent_from, last), self.index, pos)
             by_actor: dict[int, list[str]] = {}
             for name in self.router.targets(message):
+                if joined and joined.get(name, 0) >= sent_in:
+                    continue  # hired after the round that sent it: in process it was delivered before
                 by_actor.setdefault(self.actor_of[name], []).append(name)
             for actor, names in by_actor.items():
                 (local if actor == self.index else out[actor]).append((key, names, message))

@@ -144,6 +144,7 @@ class RayRuntime:
         self._budget: float | None = None
         self._started_ray = False
         self._spec: dict[str, Any] | None = None
+        self._joined: dict[str, int] = {}  # roles hired during the run: the rounds finished before
         self._warm: list[Any] = []  # actors started at the first hire, while the driver builds the others
         self._prestarted = False
         self._topology: tuple[list[Any], Routing] | None = None
@@ -161,6 +162,8 @@ class RayRuntime:
     def add_role(self, role: Role) -> None:
         self.router.add(role.name, role.addresses)
         self._roles[role.name] = role
+        if self.round:
+            self._joined[role.name] = self.round
         self._topology = None
         if not self._prestarted:
             self._prestarted = True
@@ -262,7 +265,7 @@ class RayRuntime:
     def _current_topology(self) -> tuple[list[Any], Routing]:
         if self._topology is None:
             actor_of = {name: group.index for name, group in self._group_of.items()}
-            routing = Routing(self.router.names, self.router.addresses(), actor_of)
+            routing = Routing(self.router.names, self.router.addresses(), actor_of, self._joined)
             self._topology = ([g.actor for g in self._groups], routing)
         return self._topology
 

@@ -370,7 +370,7 @@ class RoleWorker:
         self._deliver(in_order(local, await self.mail.collect(round_no)))
         self._deliver(deliveries)
         outcome = await self._turns(round_no)
-        outcome["mail"] = self.mail.set_outbox(outcome["messages"])
+        outcome["mail"] = self.mail.set_outbox(outcome["messages"], round_no)
         for sent in await asyncio.gather(*sends, return_exceptions=True):
             if isinstance(sent, BaseException):  # a peer that died asks for its mail when it is back
                 logger.info("worker {}: a batch for round {} was not taken: {}", self.spec.name, round_no, sent)
@@ -412,7 +412,7 @@ class RoleWorker:
                 self._deliver(in_order(local, *(log.get(round_no, []) for log in sent)))
                 self._deliver(deliveries)
                 outcome = await self._turns(round_no)
-                self.mail.set_outbox(outcome["messages"])
+                self.mail.set_outbox(outcome["messages"], round_no)
         finally:
             self.bus.replaying = False
             self.bus.address_changes = {}

@@ -44,8 +44,8 @@ def test_each_actor_keeps_its_own_mail_and_gets_the_rest_in_the_in_process_order
     for room in rooms:
         room.connect([Peer(rooms[0]), Peer(rooms[1])], routing)
     # d (ranked last) published before c on actor 1; b's two messages on actor 0
-    counts0 = rooms[0].set_outbox([post("b", ["a", "c"], "b1"), post("b", ["d"], "b2"), post("a", ["b"], "a1")])
-    counts1 = rooms[1].set_outbox([post("d", ["a"], "d1"), post("c", ["a", "b", "d"], "c1")])
+    counts0 = rooms[0].set_outbox([post("b", ["a", "c"], "b1"), post("b", ["d"], "b2"), post("a", ["b"], "a1")], 1)
+    counts1 = rooms[1].set_outbox([post("d", ["a"], "d1"), post("c", ["a", "b", "d"], "c1")], 1)
     assert counts0 == (2, 2)  # b1 -> a stays, b1 -> c and b2 -> d leave; a1 -> b stays
     assert counts1 == (1, 3)
     kept = {}
@@ -77,7 +77,7 @@ def test_a_worker_delivers_in_the_hiring_order_whatever_the_order_of_its_roles_t
         agents = [simulation.Agent(name=n, profile="Agent", followers=[]) for n in ("x", "y", "z")]
         worker.place(spec, cloudpickle.dumps([("role", a) for a in agents]))
         # z published before x (its turn ended first): x's message reaches y first all the same
-        worker.mail.set_outbox([post("z", ["y"], "from z"), post("x", ["y"], "from x")])
+        worker.mail.set_outbox([post("z", ["y"], "from z"), post("x", ["y"], "from x")], 1)
         await worker.run_round(2, [], (None, 0.0))
         return [m.content for m in worker.bus.roles["y"].rc.memory.get()]
 
