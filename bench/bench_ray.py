@@ -180,6 +180,7 @@ def main() -> None:
     parser.add_argument("--pickle", action="store_true",
                         help="also Ray with the roles pickled on the driver (not built on the workers)")
     parser.add_argument("--before", default=None, help="also Ray from another checkout (its code as it was)")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "ray.json"))
     parser.add_argument("--case", nargs=2, metavar=("RUNTIME", "AGENTS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -187,15 +188,13 @@ def main() -> None:
         return
     head = Head(args.num_cpus) if args.address is None else None
     address = head.address if head is not None else args.address
-    results: dict[str, Any] = {"cases": [], "summary": []}
+    results: dict[str, Any] = {"head": head.address if head is not None else None, "cases": [], "summary": []}
     try:
         runtimes = ["local", "ray", *(["ray-pickle"] if args.pickle else []), *(["ray-before"] if args.before else [])]
         for agents in args.agents:
             sets = []
             for i in range(args.pairs):
                 order = runtimes[i % len(runtimes):] + runtimes[:i % len(runtimes)]  # each first in turn
-                if i % 2:
-                    order.reverse()
                 rows = {}
                 for runtime in order:
                     rows[runtime] = case(runtime, agents, args, address)
@@ -208,7 +207,7 @@ def main() -> None:
     finally:
         if head is not None:
             head.stop()
-    path = ROOT / "bench" / "results" / "ray.json"
+    path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
 
