@@ -131,10 +131,12 @@ class Head:
             self.port = s.getsockname()[1]
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         ray_cli = shutil.which("ray") or "ray"
+        # its workers import this checkout (as a cluster started for this project would): actors start in them
+        path = os.pathsep.join(str(p) for p in (ROOT, ROOT / "examples", ROOT / "bench"))
         self.proc = subprocess.Popen(
             [ray_cli, "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={num_cpus}",
              "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats"],
-            stdout=self.log, stderr=subprocess.STDOUT,
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": path},
         )
         deadline = time.monotonic() + 180
         while "This command will now block" not in Path(self.log.name).read_text():

@@ -310,9 +310,14 @@ class RayRuntime:
                           "_node_ip_address": "127.0.0.1", "runtime_env": local_runtime_env(),
                           **self.init_kwargs}
                 ray.init(**kwargs)
-            else:  # a running cluster; on this machine, its workers import what this process imports
-                kwargs = {"runtime_env": local_runtime_env()} if _on_this_machine(self.address) else {}
-                ray.init(address=self.address, **{**kwargs, **self.init_kwargs})
+            else:
+                ray.init(address=self.address, **self.init_kwargs)
+                if _on_this_machine(self.address) and "runtime_env" not in self.init_kwargs \
+                        and not _imports_like_this_process(ray):
+                    # on this machine its workers import what this process imports: given as a runtime
+                    # environment where the cluster's own workers do not (their processes start slower)
+                    ray.shutdown()
+                    ray.init(address=self.address, runtime_env=local_runtime_env(), **self.init_kwargs)
             self._started_ray = True
 
     def _worker_cls(self) -> Any:
@@ -473,6 +478,24 @@ def local_runtime_env() -> dict[str, Any]:
     """Workers of a local cluster import what this process imports: the same ``sys.path``."""
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
+
+
+def _imports_like_this_process(ray: Any) -> bool:
+    """Whether the cluster's workers find every module this process finds (the head was started with
+    this ``PYTHONPATH``): the actors can then start in the workers it keeps waiting."""
+    wanted = set(local_runtime_env()["env_vars"]["PYTHONPATH"].split(os.pathsep))
+
+    def worker_path() -> list[str]:  # (defined here: shipped by value, it needs nothing imported)
+        import sys
+
+        return list(sys.path)
+
+    try:
+        found = ray.get(ray.remote(num_cpus=0)(worker_path).remote(), timeout=120)
+    except Exception as exc:
+        logger.debug("could not ask the cluster's workers for their path: {}", exc)
+        return False
+    return wanted <= set(found)
 
 
 def _on_this_machine(address: str) -> bool:
