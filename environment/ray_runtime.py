@@ -7,18 +7,21 @@
                                               rate_limit=RateLimit(requests=500, tokens=200_000)),
                 store=PostgresRunStore("postgresql://…"))
 
-The user's script does not change. When the first round starts, the roles are pickled
-(cloudpickle ships user-defined Role and Action subclasses by value or by module) and
-placed on :class:`~environment.ray_worker.RoleWorker` actors in hiring order,
-``roles_per_actor`` to an actor. Each round the driver sends every actor, in one call, the
-messages its roles receive (by the bus's addressing rules, :class:`~environment.runtime.Router`),
-every actor runs its roles' turns, and the driver waits for all of them (the barrier);
-the environment then delivers the round's messages in the same fixed order as in
-process, so the history is the same. A message goes back to the actor whose role
-published it only as a key (its sender and its place among the sender's messages): that
-actor delivers the message it holds, so on a graph placed by neighbourhood (the simulation's
-ring) only the messages that cross actors are shipped — the driver still receives every
-message, for the history and the order.
+The user's script does not change. The actors start at the first hire (one per CPU, their
+processes coming up while the driver builds the team); when the first round starts the
+roles are placed on :class:`~environment.ray_worker.RoleWorker` actors, ``roles_per_actor``
+to an actor, in hiring order or — with ``neighbours`` — by who talks to whom. A role travels
+as a description (``describe``: its class and keywords, built on the worker) or pickled
+(cloudpickle ships user-defined Role and Action subclasses by value or by module), one
+shipment per actor.
+
+The driver is not in the data path. At the start of each round every actor routes what its
+roles published in the last one (:mod:`environment.ray_mail`): what reaches its own roles
+stays there, the rest goes to the other actors in one batch per actor, actor to actor; each
+delivers its mail in the in-process order, then the driver's own (messages published
+outside the actors, such as the idea), runs its roles' turns and returns its counts and its
+messages. The driver waits for all (the barrier), records the messages in the history and
+the run log, and hands every actor the addresses that changed.
 
 ``address="auto"`` joins the cluster ``ray start --head`` started on this machine (its
 workers import what this process imports, as on a local one) and leaves it running at
@@ -29,9 +32,10 @@ other is made there from the team's configuration. One meter actor holds the tea
 budget and the rate limit (requests and tokens per minute) for every worker.
 
 A worker that dies is restarted by Ray (``max_restarts``); the driver then places its
-roles again and has it re-execute their past rounds, every model call answered from
-the run log (the store must be one every worker reaches: PostgreSQL, or SQLite on one
-machine), before the round goes on. Importing this module does not import Ray.
+roles again and has it re-execute their past rounds — with the batches its peers sent it
+then, which each keeps — every model call answered from the run log (the store must be
+one every worker reaches: PostgreSQL, or SQLite on one machine), before the round goes on.
+Importing this module does not import Ray.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ import os
 import pickle
 import sys
 import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from loguru import logger
@@ -51,7 +57,8 @@ from rolecast.accounting.ratelimit import CallMeter, RateLimit
 from rolecast.errors import UsageError, WorkerLost
 from roles import Role
 
-from .ray_worker import Deliveries, RoleWorker, SentKey, WorkerSpec, detached_pickle, merge_usage, sent_keys
+from .ray_mail import Routing
+from .ray_worker import Deliveries, RoleItem, RoleWorker, WorkerSpec, detached, detached_pickle, merge_usage
 from .runtime import RoundOutcome, Router
 
 
@@ -66,14 +73,17 @@ def _ray() -> Any:
 class _Group:
     """One actor and what the driver keeps to bring it back: its roles as shipped and its past rounds."""
 
-    def __init__(self, name: str, actor: Any):
+    def __init__(self, name: str, index: int, actor: Any):
         self.name = name
+        self.index = index
         self.actor = actor
         self.roles: list[str] = []
-        self.blobs: list[bytes] = []
+        self.shipments: list[bytes] = []
+        #: each round's mail from the driver (the rest a restarted worker gets from its peers)
         self.past: list[tuple[int, Deliveries]] = []
         self.pending: Deliveries = []
         self.busy: set[str] = set()
+        self.outgoing = 0  # deliveries the messages of its last round make (at the next round's start)
         self.spec_ref: Any = None
 
 
@@ -86,6 +96,14 @@ class RayRuntime:
     ``cpus_per_actor``: what each actor reserves (0: many actors share a CPU, as for
     roles that wait on a remote model). ``max_restarts``: how often a dead worker is
     brought back. ``rate_limit``: one limit for the model calls of every worker.
+
+    ``neighbours``: the names a role talks to (``lambda role: role.followers``); roles are then
+    placed by that graph (breadth first from the first hired), so those that talk share an
+    actor and their messages never leave it. Default: the hiring order.
+    ``describe``: the keywords that make a role (``lambda role: {"name": role.name, …}``), or
+    None for a role to pickle; a role that has not run yet and has no model of its own is then
+    built on its worker, ``type(role)(**keywords)``, instead of pickled on the driver — for roles
+    whose constructor makes all they are.
     """
 
     def __init__(
@@ -99,6 +117,9 @@ class RayRuntime:
         rate_limit: RateLimit | None = None,
         count_free_calls: bool = True,
         init_kwargs: dict[str, Any] | None = None,
+        neighbours: Callable[[Role], Iterable[str]] | None = None,
+        describe: Callable[[Role], Mapping[str, Any] | None] | None = None,
+        prestart: bool = True,
     ):
         if roles_per_actor is not None and roles_per_actor < 1:
             raise UsageError("roles_per_actor must be at least 1")
@@ -110,6 +131,9 @@ class RayRuntime:
         self.rate_limit = rate_limit
         self.count_free_calls = count_free_calls
         self.init_kwargs = dict(init_kwargs or {})
+        self.neighbours = neighbours
+        self.describe = describe
+        self.prestart = prestart
         self.router = Router()
         self.round = 0
         self._roles: dict[str, Role] = {}  # hired, not placed yet
@@ -120,28 +144,49 @@ class RayRuntime:
         self._budget: float | None = None
         self._started_ray = False
         self._spec: dict[str, Any] | None = None
-        #: the last round's messages (by ``id``): the worker that published each, and its key there
-        self._published: dict[int, tuple[_Group, SentKey, Message]] = {}
-        #: per worker, its last round's deliveries: (messages delivered inside it by key, messages shipped to it)
+        self._joined: dict[str, int] = {}  # roles hired during the run: the rounds finished before
+        self._warm: list[Any] = []  # actors started at the first hire, while the driver builds the others
+        self._prestarted = False
+        self._topology: tuple[list[Any], Routing] | None = None
+        self._topology_sent = False
+        #: the last round's messages (by ``id``): the workers deliver them, the driver only records them
+        self._from_workers: dict[int, Message] = {}
+        #: per worker, the deliveries its last round's messages make: (inside it, to other workers)
         self.last_round_mail: dict[str, tuple[int, int]] = {}
         #: seconds spent joining or starting the cluster (``cluster``) and shipping roles to actors (``place``)
         self.startup_seconds: dict[str, float] = {}
-        #: each worker's time spent on its roles' turns in the last round (the rest is transport)
+        #: each worker's time on its last round (delivering its mail, its roles' turns; the rest is transport)
         self.last_round_seconds: dict[str, float] = {}
 
     # ---------------------------------------------------------------- Runtime
     def add_role(self, role: Role) -> None:
         self.router.add(role.name, role.addresses)
         self._roles[role.name] = role
+        if self.round:
+            self._joined[role.name] = self.round
+        self._topology = None
+        if not self._prestarted:
+            self._prestarted = True
+            if self.prestart and self.roles_per_actor is None:
+                self._start_actors()
+
+    def _start_actors(self) -> None:
+        """Join (or start) the cluster and start one actor per CPU now: their processes come up and
+        import the framework while the driver builds the rest of the team."""
+        t0 = time.perf_counter()
+        self._connect()
+        self.startup_seconds["cluster"] = self.startup_seconds.get("cluster", 0.0) + time.perf_counter() - t0
+        worker_cls = self._worker_cls()
+        self._warm = [worker_cls.remote() for _ in range(_cluster_cpus(_ray()))]
 
     def deliver(self, message: Message) -> None:
         """Queue ``message`` for the workers of its receivers, in one batch per worker and round.
 
-        A message a worker's own role published in the last round is named by its key, not
-        shipped: that worker delivers the one it holds (the driver keeps the order and the history).
+        A message a worker's role published is delivered by the workers themselves (see
+        :mod:`environment.ray_mail`): the driver only records it.
         """
-        published = self._published.get(id(message))
-        home, key = (published[0], published[1]) if published is not None and published[2] is message else (None, None)
+        if self._from_workers.get(id(message)) is message:
+            return
         by_group: dict[int, list[str]] = {}
         for name in self.router.targets(message):
             group = self._group_of.get(name)
@@ -152,11 +197,11 @@ class RayRuntime:
         for group in self._groups:
             names = by_group.get(id(group))
             if names:
-                group.pending.append((names, key if group is home and key is not None else message))
+                group.pending.append((names, message))
 
     @property
     def is_idle(self) -> bool:
-        placed_idle = all(not g.pending and not g.busy for g in self._groups)
+        placed_idle = all(not g.pending and not g.busy and not g.outgoing for g in self._groups)
         unplaced_idle = all(role.is_idle for role in self._roles.values()) and not self._unplaced_mail
         return placed_idle and unplaced_idle
 
@@ -164,7 +209,7 @@ class RayRuntime:
         t0 = time.perf_counter()
         if self._spec is None:
             self._start(env)
-            self.startup_seconds["cluster"] = time.perf_counter() - t0
+            self.startup_seconds["cluster"] = self.startup_seconds.get("cluster", 0.0) + time.perf_counter() - t0
         if self._roles:
             t1 = time.perf_counter()
             await self._place()
@@ -174,58 +219,72 @@ class RayRuntime:
         self.round = log.round if log is not None and log.round > self.round else self.round + 1
         if log is not None:
             log.flush()  # the driver's pending events are written: its store's lock is free for the workers
-        groups = [g for g in self._groups if g.pending or g.busy]
         cm = env.context.cost_manager
         budget = (cm.max_budget, cm.total_cost)
-        self._published = {}
-        results = await asyncio.gather(*(self._run_group(g, budget) for g in groups))
+        topology = None if self._topology_sent else self._current_topology()
+        self._topology_sent = True
+        # every worker, every round: each hands its peers their mail (an empty batch says "none")
+        results = await asyncio.gather(*(self._run_group(g, budget, topology) for g in self._groups))
         outcome = RoundOutcome()
-        self.last_round_seconds = {g.name: r["seconds"] for g, r in zip(groups, results, strict=True)}
-        for group, result in zip(groups, results, strict=True):
-            for message, key in zip(result["messages"], sent_keys(result["messages"]), strict=True):
-                self._published[id(message)] = (group, key, message)
-        for result in results:
+        self._from_workers = {}
+        for group, result in zip(self._groups, results, strict=True):
+            self.last_round_seconds[group.name] = result["seconds"]
+            self.last_round_mail[group.name] = result["mail"]
+            group.outgoing = sum(result["mail"])
             outcome.active += result["active"]
             outcome.messages += result["messages"]
             outcome.failures.update(result["failures"])
             for name, addresses in result["addresses"].items():
-                self.router.set_addresses(name, addresses)
+                if set(addresses) != self.router.addresses().get(name):
+                    self.router.set_addresses(name, addresses)
+                    self._topology = None  # every worker routes by the new addresses next round
             merge_usage(cm, result["usage"])
+        self._from_workers = {id(m): m for m in outcome.messages}
+        if self._topology is None:
+            self._topology_sent = False
         return outcome
 
     def close(self) -> None:
         ray = _ray()
-        for group in self._groups:
+        for actor in [*(g.actor for g in self._groups), *self._warm]:
             try:
-                ray.kill(group.actor)
+                ray.kill(actor)
             except Exception as exc:  # already gone
-                logger.debug("killing {}: {}", group.name, exc)
+                logger.debug("killing {}: {}", actor, exc)
         if self._meter is not None:
             try:
                 ray.kill(self._meter)
             except Exception as exc:
                 logger.debug("killing the meter: {}", exc)
-        self._groups, self._meter = [], None
+        self._groups, self._warm, self._meter = [], [], None
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
         self._started_ray = False
 
     # -------------------------------------------------------------- the round
-    async def _run_group(self, group: _Group, budget: tuple[float | None, float]) -> dict[str, Any]:
+    def _current_topology(self) -> tuple[list[Any], Routing]:
+        if self._topology is None:
+            actor_of = {name: group.index for name, group in self._group_of.items()}
+            routing = Routing(self.router.names, self.router.addresses(), actor_of, self._joined)
+            self._topology = ([g.actor for g in self._groups], routing)
+        return self._topology
+
+    async def _run_group(
+        self, group: _Group, budget: tuple[float | None, float], topology: tuple[list[Any], Routing] | None,
+    ) -> dict[str, Any]:
         deliveries, group.pending = group.pending, []
         group.past.append((self.round, deliveries))
-        kept = sum(isinstance(item, tuple) for _, item in deliveries)
-        self.last_round_mail[group.name] = (kept, len(deliveries) - kept)
         ray = _ray()
         for attempt in range(self.max_restarts + 1):
             try:
-                result: dict[str, Any] = await group.actor.run_round.remote(self.round, deliveries, budget)
+                result: dict[str, Any] = await group.actor.run_round.remote(self.round, deliveries, budget, topology)
                 break
             except ray.exceptions.RayActorError as exc:
                 if attempt == self.max_restarts:
                     raise WorkerLost(group.name, group.roles, exc) from exc
                 logger.warning("{} died in round {} ({}); restarting it", group.name, self.round, exc)
                 await self._restore(group, ray)
+                topology = None  # the restored worker has it
         group.busy = set(result["busy"])
         return result
 
@@ -233,16 +292,15 @@ class RayRuntime:
         """Wait for Ray to bring the actor back, then replay the rounds before this one on it."""
         for _ in range(120):
             try:
-                await group.actor.restore.remote(group.blobs, group.past[:-1])
+                await group.actor.restore.remote(group.spec_ref, group.shipments, group.past[:-1],
+                                                 self._current_topology())
                 return
             except ray.exceptions.RayActorError:
                 await asyncio.sleep(0.5)  # still restarting
         raise WorkerLost(group.name, group.roles)
 
     # ----------------------------------------------------------- placement
-    def _start(self, env: Any) -> None:
-        if self._spec is not None:
-            return
+    def _connect(self) -> None:
         ray = _ray()
         if not ray.is_initialized():
             if self.address is None:
@@ -252,10 +310,24 @@ class RayRuntime:
                           "_node_ip_address": "127.0.0.1", "runtime_env": local_runtime_env(),
                           **self.init_kwargs}
                 ray.init(**kwargs)
-            else:  # a running cluster; on this machine, its workers import what this process imports
-                kwargs = {"runtime_env": local_runtime_env()} if _on_this_machine(self.address) else {}
-                ray.init(address=self.address, **{**kwargs, **self.init_kwargs})
+            else:
+                ray.init(address=self.address, **self.init_kwargs)
+                if _on_this_machine(self.address) and "runtime_env" not in self.init_kwargs \
+                        and not _imports_like_this_process(ray):
+                    # on this machine its workers import what this process imports: given as a runtime
+                    # environment where the cluster's own workers do not (their processes start slower)
+                    ray.shutdown()
+                    ray.init(address=self.address, runtime_env=local_runtime_env(), **self.init_kwargs)
             self._started_ray = True
+
+    def _worker_cls(self) -> Any:
+        return _ray().remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
+
+    def _start(self, env: Any) -> None:
+        if self._spec is not None:
+            return
+        self._connect()
+        ray = _ray()
         context = env.context
         cm = context.cost_manager
         self._budget = cm.max_budget
@@ -285,39 +357,43 @@ class RayRuntime:
             self._budget = budget
 
     async def _place(self) -> None:
+        """Ship the roles hired since the last round: fill the last actor, then start new ones."""
         if not self._roles:
             return
         ray = _ray()
         assert self._spec is not None
-        names = list(self._roles)
         per = self.roles_per_actor or max(1, math.ceil(len(self.router.names) / _cluster_cpus(ray)))
-        worker_cls = ray.remote(num_cpus=self.cpus_per_actor, max_restarts=self.max_restarts)(RoleWorker)
+        worker_cls = self._worker_cls()
         room = per - len(self._groups[-1].roles) if self._groups else 0
+        names = self._placement_order(max(room, 0), per)
         first = len(self._groups) - (1 if room > 0 else 0)  # the first group to take roles
         for _ in range(math.ceil(max(0, len(names) - max(room, 0)) / per)):
-            # every actor starts now (its process comes up while the driver pickles the roles)
-            gname = f"worker-{len(self._groups)}"
-            # kept referenced by the driver: Ray rebuilds a restarted actor from these arguments
-            spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, **self._spec))
-            group = _Group(gname, worker_cls.remote(spec))
+            # every actor starts now (its process comes up while the driver describes the roles)
+            index = len(self._groups)
+            gname = f"worker-{index}"
+            # kept referenced by the driver: a restarted actor is set up from it again
+            spec = ray.put(WorkerSpec(name=gname, team_roles=self.router.names, index=index, **self._spec))
+            group = _Group(gname, index, self._warm.pop(0) if self._warm else worker_cls.remote())
             group.spec_ref = spec
             self._groups.append(group)
         calls, taken = [], 0
         for group in self._groups[first:]:
-            blobs = []
+            items: list[RoleItem] = []
             for name in names[taken:taken + per - len(group.roles)]:
                 role = self._roles.pop(name)
-                blob = _ship(role)
-                blobs.append(blob)
+                items.append(self._item(role))
                 group.roles.append(name)
-                group.blobs.append(blob)
                 self._group_of[name] = group
                 if not role.is_idle:
                     group.busy.add(name)
                     # what the role already had in its inbox travels with it; it is read at its first turn
-            taken += len(blobs)
-            calls.append(group.actor.place.remote(blobs))  # sent now: the worker unpacks while the driver pickles on
+            taken += len(items)
+            shipment = _ship(items)
+            group.shipments.append(shipment)
+            # sent now: the worker unpacks while the driver goes on
+            calls.append(group.actor.place.remote(group.spec_ref, shipment))
         await asyncio.gather(*calls)
+        self._topology, self._topology_sent = None, False
         mail, self._unplaced_mail = self._unplaced_mail, []
         for names_, message in mail:
             for name in names_:
@@ -326,6 +402,56 @@ class RayRuntime:
                     pending[-1][0].append(name)
                 else:
                     pending.append(([name], message))
+
+    def _item(self, role: Role) -> RoleItem:
+        """How ``role`` travels: its class and keywords (built on the worker) or pickled."""
+        if self.describe is not None and role._llm is None and role.is_idle and not len(role.rc.memory):
+            keywords = self.describe(role)
+            if keywords is not None:
+                return ("build", type(role), dict(keywords))
+        return ("role", role)
+
+    def _placement_order(self, first: int, per: int) -> list[str]:
+        """The roles to place, in the order they fill the actors (``first`` to the first, then ``per``
+        to each): by hiring order, or — with ``neighbours`` — each actor's share grown breadth first
+        over who talks to whom from the first role not placed yet, so that each actor holds a
+        neighbourhood (on a ring: a contiguous range)."""
+        names = list(self._roles)
+        if self.neighbours is None:
+            return names
+        talks: dict[str, list[str]] = {name: [] for name in names}
+        for name in names:
+            for other in self.neighbours(self._roles[name]):
+                if other in talks and other != name:
+                    talks[name].append(other)
+                    talks[other].append(name)
+        seen: set[str] = set()
+        order: list[str] = []
+        placed: set[str] = set()
+        start = 0  # the roles before it are placed
+        size = first if first > 0 else per
+        while len(order) < len(names):
+            queue: deque[str] = deque()
+            share: list[str] = []
+            while len(share) < size and len(order) + len(share) < len(names):
+                if not queue:  # a new seed: the first role (in hiring order) not placed yet
+                    while names[start] in placed:
+                        start += 1
+                    seed = next(n for n in names[start:] if n not in seen)
+                    seen.add(seed)
+                    queue.append(seed)
+                name = queue.popleft()
+                share.append(name)
+                placed.add(name)
+                for other in talks[name]:
+                    if other not in seen:
+                        seen.add(other)
+                        queue.append(other)
+            for name in queue:  # reached but not taken: free for the next actor's share
+                seen.discard(name)
+            order += share
+            size = per
+        return order
 
     def pull_roles(self) -> dict[str, Role]:
         """The roles as they are now on the workers (their memories, states), as local copies."""
@@ -354,6 +480,24 @@ def local_runtime_env() -> dict[str, Any]:
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 
+def _imports_like_this_process(ray: Any) -> bool:
+    """Whether the cluster's workers find every module this process finds (the head was started with
+    this ``PYTHONPATH``): the actors can then start in the workers it keeps waiting."""
+    wanted = set(local_runtime_env()["env_vars"]["PYTHONPATH"].split(os.pathsep))
+
+    def worker_path() -> list[str]:  # (defined here: shipped by value, it needs nothing imported)
+        import sys
+
+        return list(sys.path)
+
+    try:
+        found = ray.get(ray.remote(num_cpus=0)(worker_path).remote(), timeout=120)
+    except Exception as exc:
+        logger.debug("could not ask the cluster's workers for their path: {}", exc)
+        return False
+    return wanted <= set(found)
+
+
 def _on_this_machine(address: str) -> bool:
     """``"auto"`` (the cluster ``ray start --head`` started here) or a loopback address."""
     host = address.removeprefix("ray://").rsplit(":", 1)[0]
@@ -362,6 +506,12 @@ def _on_this_machine(address: str) -> bool:
 
 def _cluster_cpus(ray: Any) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def _cloudpickle() -> Any:
+    from ray import cloudpickle
+
+    return cloudpickle
 
 
 def _try_pickle(llm: Any, what: str) -> bytes | None:
@@ -377,14 +527,29 @@ def _try_pickle(llm: Any, what: str) -> bytes | None:
         return None
 
 
-def _ship(role: Role) -> bytes:
+def _ship(items: list[RoleItem]) -> bytes:
+    """One shipment for a worker: its roles pickled together (what they share, such as their
+    classes, pickled once), or described."""
+    roles = [item[1] for item in items if item[0] == "role"]
     try:
-        return detached_pickle(role)
+        with detached(roles):
+            blob: bytes = _cloudpickle().dumps(items)
+        return blob
     except Exception as exc:
+        culprit = next((r for r in roles if not _picklable(r)), None)
+        name = culprit.name if culprit is not None else "?"
         raise UsageError(
-            f"role {role.name!r} cannot be shipped to a Ray worker: {type(exc).__name__}: {exc}. "
+            f"role {name!r} cannot be shipped to a Ray worker: {type(exc).__name__}: {exc}. "
             "A role's own model must be picklable (or leave it unset and give the team a configured model)"
         ) from exc
+
+
+def _picklable(role: Role) -> bool:
+    try:
+        detached_pickle(role)
+        return True
+    except Exception:
+        return False
 
 
 def _shared_store(store: Any) -> Any:

@@ -15,11 +15,13 @@ Nothing here imports Ray: the actor handle of the meter is passed in.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,25 +37,15 @@ from rolecast.runs.log import Durability, RunLog
 from rolecast.runs.store import RunEvent, RunStore, SQLiteRunStore, encode_data
 from roles import Role
 
+from .ray_mail import Batch, Mailroom, Routing, in_order
 from .runtime import logged_turn
 
-#: a message by its sender and its place among what that sender published in the round
-SentKey = tuple[str, int]
-#: a round's mail for one worker: who receives, and the message — or, for one its own roles
-#: published in the round before, only its :data:`SentKey` (the worker holds the message)
-Deliveries = list[tuple[list[str], "Message | SentKey"]]
-
-
-def sent_keys(messages: Iterable[Message]) -> list[SentKey]:
-    """Each message's :data:`SentKey`: the same on the driver and on the worker, and after a replay
-    (a role publishes its messages of a turn in the same order whenever the turn is executed)."""
-    counts: dict[str, int] = {}
-    keys = []
-    for message in messages:
-        n = counts.get(message.sent_from, 0)
-        counts[message.sent_from] = n + 1
-        keys.append((message.sent_from, n))
-    return keys
+#: a round's mail for one worker from the driver (messages published outside the workers):
+#: who receives, and the message
+Deliveries = list[tuple[list[str], Message]]
+#: the roles a worker holds, as the driver ships them (one cloudpickled list per shipment): each a
+#: role pickled on the driver (``("role", role)``), or built on the worker (``("build", cls, kwargs)``)
+RoleItem = tuple[Any, ...]
 
 
 @dataclass
@@ -62,6 +54,7 @@ class WorkerSpec:
 
     name: str
     team_roles: list[str]
+    index: int = 0  # this worker's place among the actors
     desc: str = ""
     config: Any = None  # rolecast.core.config.Config, or None: read on the worker
     default_llm: bytes | None = None  # the team's default model, pickled; None: made from config
@@ -138,6 +131,21 @@ class ClusterModel(BaseLLM):
 
     def __repr__(self) -> str:
         return f"ClusterModel({self.inner!r})"
+
+    # the window and the token counts are the inner model's (its tokenizer, its n_ctx): prompts are
+    # fitted on a worker as they are in process
+    def _default_context_window(self) -> int:
+        return self.inner.context_window
+
+    @property
+    def context_window_known(self) -> bool:
+        return self.inner.context_window_known
+
+    async def count_texts(self, texts: Sequence[str]) -> list[int]:
+        return await self.inner.count_texts(texts)
+
+    async def count_tokens(self, messages: Messages) -> int:
+        return await self.inner.count_tokens(messages)
 
     async def _complete(
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings,
@@ -223,7 +231,14 @@ class WorkerBus:
 class RoleWorker:
     """A group of roles in one process (the body of a Ray actor)."""
 
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec | None = None):
+        """``spec`` None: a worker started ahead of its roles (its process up, its imports done) and
+        set up later (:meth:`setup`)."""
+        if spec is not None:
+            self.setup(spec)
+
+    def setup(self, spec: WorkerSpec) -> None:
+        """Open the run log, make the context and the models: what the worker needs besides its roles."""
         self.spec = spec
         store = open_worker_store(spec.store)
         self.log: RunLog | None = (
@@ -237,9 +252,8 @@ class RoleWorker:
         self.bus = WorkerBus(self, spec)
         self.budget: float | None = None  # the team's budget and spend as of the round's start
         self.spent = 0.0
-        #: the messages this worker's roles published in its last round, by :func:`sent_keys`: what the
-        #: driver names (never ships back) when it delivers one of them to a role on this worker
-        self.sent: dict[SentKey, Message] = {}
+        #: the mail between this worker and its peers (see :mod:`environment.ray_mail`)
+        self.mail = Mailroom(spec.index)
 
     # ------------------------------------------------------------------ models
     def wrap(self, llm: BaseLLM) -> BaseLLM:
@@ -252,10 +266,12 @@ class RoleWorker:
 
     async def admit(self, model: ClusterModel, messages: Messages) -> int:
         """Wait for the cluster's rate limit and check its budget; returns the ticket to settle (0: none)."""
+        limiter = self.spec.meter
+        if limiter is None and self.budget is None:
+            return 0  # nothing limits or prices the call: no need to count its tokens
         meter = current_meter()
         tokens = estimate_tokens(messages_text(messages))
         projected = meter.cost_manager.cost_of(model.model, tokens, 0, free=model.free)
-        limiter = self.spec.meter
         limited = self.spec.rate_limited and (not model.free or self.spec.metered_free_calls)
         if limiter is None or (projected == 0 and not limited):
             # a call that costs nothing and is not rate limited needs no round trip: the spend
@@ -279,11 +295,26 @@ class RoleWorker:
             await self.spec.meter.settle.remote(ticket, usage.completion_tokens, cost)
 
     # ------------------------------------------------------------------- roles
-    def place(self, blobs: list[bytes]) -> list[str]:
-        """Unpack shipped roles and attach them to this worker; returns their names."""
+    def place(self, spec: WorkerSpec, shipment: bytes) -> list[str]:
+        """Make the shipped roles (unpickled, or built here from their class and keywords) and attach
+        them to this worker (set up by ``spec`` first, if it was started ahead); returns their names."""
+        if getattr(self, "spec", None) is None:
+            self.setup(spec)
+        collecting = gc.isenabled()
+        gc.disable()  # thousands of long-lived objects made at once: no collection finds garbage among them
+        try:
+            names = self._place(pickle.loads(shipment))
+        finally:
+            if collecting:
+                gc.enable()
+        # the roles live as long as the worker: the collector need not walk them again and again
+        gc.freeze()
+        return names
+
+    def _place(self, items: list[RoleItem]) -> list[str]:
         names = []
-        for blob in blobs:
-            role: Role = pickle.loads(blob)
+        for item in items:
+            role: Role = item[1] if item[0] == "role" else item[1](**item[2])
             self.bus.roles[role.name] = role
             role.set_env(self.bus)
             if role._llm is not None:
@@ -294,18 +325,24 @@ class RoleWorker:
             names.append(role.name)
         return names
 
+    def connect(self, peers: list[Any], routing: Routing) -> None:
+        """Every actor's handle (by index) and the team's addressing and placement."""
+        self.mail.connect(peers, routing)
+
     async def _turn(self, role: Role) -> Message | None:
         log = self.log
         if log is None:
             return await role.run()
         return await logged_turn(role, log)
 
-    async def _round(self, round_no: int, deliveries: Deliveries) -> dict[str, Any]:
-        roles, sent = self.bus.roles, self.sent
-        for names, item in deliveries:
-            message = sent[item] if isinstance(item, tuple) else item  # published here: never left the actor
+    def _deliver(self, mail: Iterable[tuple[list[str], Message]]) -> None:
+        roles = self.bus.roles
+        for names, message in mail:
             for name in names:
                 roles[name].put_message(message)
+
+    async def _turns(self, round_no: int) -> dict[str, Any]:
+        roles = self.bus.roles
         if self.log is not None:
             self.log.round = round_no
         active = [role for role in roles.values() if not role.is_idle]
@@ -315,37 +352,77 @@ class RoleWorker:
         for role, result in zip(active, results, strict=True):
             if isinstance(result, BaseException):
                 failures[role.name] = _portable_error(role, result)
-        self.sent = dict(zip(sent_keys(self.bus.outbox), self.bus.outbox, strict=True))
         return {"active": [r.name for r in active], "messages": self.bus.outbox, "failures": failures}
 
     async def run_round(
         self, round_no: int, deliveries: Deliveries, budget: tuple[float | None, float],
+        topology: tuple[list[Any], Routing] | None = None,
     ) -> dict[str, Any]:
-        """Deliver, run the turns of every role with news, and report (the driver's barrier)."""
+        """Deliver the last round's messages (this worker's own and its peers'), then the driver's, run
+        the turns of every role with news, and report (the driver's barrier)."""
         self.budget, self.spent = budget
         start = time.perf_counter()
-        outcome = await self._round(round_no, deliveries)
+        if topology is not None:
+            self.connect(*topology)
+        local, out = self.mail.post(round_no)
+        peers = self.mail.peers
+        sends = [peers[i].receive.remote(round_no, self.mail.index, batch) for i, batch in out.items()]
+        self._deliver(in_order(local, await self.mail.collect(round_no)))
+        self._deliver(deliveries)
+        outcome = await self._turns(round_no)
+        outcome["mail"] = self.mail.set_outbox(outcome["messages"], round_no)
+        for sent in await asyncio.gather(*sends, return_exceptions=True):
+            if isinstance(sent, BaseException):  # a peer that died asks for its mail when it is back
+                logger.info("worker {}: a batch for round {} was not taken: {}", self.spec.name, round_no, sent)
         outcome["seconds"] = time.perf_counter() - start  # the worker's share of the round (for benchmarks)
         outcome["busy"] = [name for name, role in self.bus.roles.items() if not role.is_idle]
         outcome["addresses"], self.bus.address_changes = self.bus.address_changes, {}
         outcome["usage"] = self._take_usage()
         return outcome
 
-    async def restore(self, blobs: list[bytes], past: list[tuple[int, Deliveries]]) -> int:
-        """After a restart: place the roles again and re-execute their past rounds (answers from the log)."""
+    async def receive(self, round_no: int, sender: int, batch: Batch) -> None:
+        """A peer's messages for this worker's roles, for ``round_no``."""
+        self.mail.receive(round_no, sender, batch)
+
+    async def sent_to(self, index: int) -> dict[int, Batch]:
+        """What this worker sent worker ``index`` in every round so far (for a restarted one)."""
+        return self.mail.sent_to(index)
+
+    async def restore(
+        self, spec: WorkerSpec, shipments: list[bytes], past: list[tuple[int, Deliveries]],
+        topology: tuple[list[Any], Routing],
+    ) -> int:
+        """After a restart: place the roles again and re-execute their past rounds (answers from the log),
+        with the mail its peers sent it then (each keeps what it sent)."""
+        if getattr(self, "spec", None) is None:
+            self.setup(spec)
         if self.bus.roles:
             return 0  # this instance never died: nothing to restore
-        self.place(blobs)
+        for shipment in shipments:
+            self.place(spec, shipment)
+        self.connect(*topology)
+        peers, me = topology[0], self.mail.index
+        logs = await asyncio.gather(*(p.sent_to.remote(me) for i, p in enumerate(peers) if i != me),
+                                    return_exceptions=True)
+        sent: list[dict[int, Batch]] = [log for log in logs if isinstance(log, dict)]
         self.bus.replaying = True
         try:
             for round_no, deliveries in past:
-                await self._round(round_no, deliveries)
+                local, _ = self.mail.post(round_no)
+                self._deliver(in_order(local, *(log.get(round_no, []) for log in sent)))
+                self._deliver(deliveries)
+                outcome = await self._turns(round_no)
+                self.mail.set_outbox(outcome["messages"], round_no)
         finally:
             self.bus.replaying = False
             self.bus.address_changes = {}
             self._take_usage()  # answers from the log cost nothing; live re-asks were paid once already
-        logger.info("worker {} restored {} role(s) through round {}", self.spec.name, len(blobs),
-                    past[-1][0] if past else 0)
+        last = past[-1][0] if past else 0
+        for sender, log in zip([i for i in range(len(peers)) if i != me], logs, strict=True):
+            for round_no, batch in (log.items() if isinstance(log, dict) else ()):
+                if round_no > last:  # sent for the round being retried, before this worker was back
+                    self.mail.receive(round_no, sender, batch)
+        logger.info("worker {} restored {} role(s) through round {}", self.spec.name, len(self.bus.roles), last)
         return len(past)
 
     def _take_usage(self) -> dict[str, dict[str, tuple[int, int, float, int]]]:
@@ -368,28 +445,41 @@ class RoleWorker:
         return os.getpid()
 
 
+@contextmanager
+def detached(roles: Iterable[Role]) -> Iterator[None]:
+    """``roles`` without their environment, context or wrapped models while the block runs (to pickle
+    them); put back afterwards."""
+    saved = []
+    try:
+        for role in roles:
+            llm = role._llm
+            inner = llm.inner if isinstance(llm, ClusterModel) else llm
+            saved.append((role, role.rc.env, role._context, llm,
+                          [(a, a._context, a._llm, a._role_llm) for a in role.actions]))
+            role.rc.env = None
+            role.set_context(None)
+            role._llm = inner
+            for action in role.actions:
+                own = action._llm
+                action._llm = own.inner if isinstance(own, ClusterModel) else own
+                action._role_llm = inner
+        yield
+    finally:
+        for role, env, context, llm, actions in saved:
+            role.rc.env = env
+            role.set_context(context)
+            role._llm = llm
+            for action, ctx, own, role_llm in actions:
+                action._context, action._llm, action._role_llm = ctx, own, role_llm
+
+
 def detached_pickle(role: Role) -> bytes:
-    """``role`` pickled without its environment, context or wrapped models (put back afterwards)."""
+    """``role`` pickled without its environment, context or wrapped models (see :func:`detached`)."""
     from ray import cloudpickle  # the extra is installed wherever a role is shipped
 
-    env, context, llm = role.rc.env, role._context, role._llm
-    inner = llm.inner if isinstance(llm, ClusterModel) else llm
-    actions = [(a, a._context, a._llm, a._role_llm) for a in role.actions]
-    try:
-        role.rc.env = None
-        role.set_context(None)
-        role._llm = inner
-        for action, _, own, _ in actions:
-            action._llm = own.inner if isinstance(own, ClusterModel) else own
-            action._role_llm = inner
+    with detached([role]):
         blob: bytes = cloudpickle.dumps(role)
-        return blob
-    finally:
-        role.rc.env = env
-        role.set_context(context)
-        role._llm = llm
-        for action, ctx, own, role_llm in actions:
-            action._context, action._llm, action._role_llm = ctx, own, role_llm
+    return blob
 
 
 def merge_usage(cm: CostManager, usage: dict[str, dict[str, tuple[int, int, float, int]]]) -> None:
@@ -423,6 +513,7 @@ def _portable_error(role: Role, failure: BaseException) -> BaseException:
 
 
 __all__ = [
-    "ClusterModel", "Deliveries", "RoleWorker", "SentKey", "WorkerBus", "WorkerSpec", "detached_pickle",
-    "merge_usage", "sent_keys",
+    "ClusterModel", "Deliveries", "RoleItem", "RoleWorker", "WorkerBus", "WorkerSpec", "detached",
+    "detached_pickle",
+    "merge_usage",
 ]

@@ -65,13 +65,14 @@ class Router:
 
     def __init__(self) -> None:
         self.names: list[str] = []
-        self._rank: dict[str, int] = {}
+        #: each name's place in the hiring order
+        self.rank: dict[str, int] = {}
         self._by_address: dict[str, list[str]] = {}
         self._indexed: dict[str, set[str]] = {}
 
     def add(self, name: str, addresses: Iterable[str]) -> None:
-        if name not in self._rank:
-            self._rank[name] = len(self.names)
+        if name not in self.rank:
+            self.rank[name] = len(self.names)
             self.names.append(name)
         self.set_addresses(name, addresses)
 
@@ -83,6 +84,10 @@ class Router:
         for address in wanted:
             self._by_address.setdefault(address, []).append(name)
 
+    def addresses(self) -> dict[str, set[str]]:
+        """Each role's addresses."""
+        return self._indexed
+
     def targets(self, message: Message) -> list[str]:
         """The names of the roles ``message`` reaches, in hiring order, without its sender."""
         if MESSAGE_ROUTE_TO_ALL in message.send_to:
@@ -91,10 +96,8 @@ class Router:
             hit: set[str] = set()
             for address in message.send_to:
                 hit.update(self._by_address.get(address, ()))
-            found = sorted(hit, key=self._rank.__getitem__)
+            found = sorted(hit, key=self.rank.__getitem__)
         return [name for name in found if name != message.sent_from]
-
-
 
 
 async def logged_turn(role: Role, log: RunLog, *, in_round: bool = False) -> Message | None:

@@ -68,6 +68,24 @@ class Agent(Role):
         return message
 
 
+def describe(role: Role) -> dict[str, object] | None:
+    """The keywords that make an agent: a Ray worker builds it from them (nothing pickled per agent)."""
+    if not isinstance(role, Agent):
+        return None
+    return {"name": role.name, "profile": role.profile, "followers": role.followers}
+
+
+def followed_by(role: Role) -> list[str]:
+    """Whom an agent posts to: Ray places the agents that talk on one actor."""
+    return list(getattr(role, "followers", []))
+
+
+def ray_runtime(address: str | None = None, **kwargs: object) -> RayRuntime:
+    """The Ray runtime for the simulation: agents placed by who follows whom, built on the workers."""
+    options: dict[str, object] = {"neighbours": followed_by, "describe": describe, **kwargs}
+    return RayRuntime(address, **options)  # type: ignore[arg-type]
+
+
 def ring(n: int, k: int) -> dict[str, list[str]]:
     """Who reads whom: agent i's followers are the k nearest agents on a ring (both sides)."""
     names = [f"agent{i}" for i in range(n)]
@@ -152,7 +170,7 @@ def main() -> None:
     llm = instant_model() if model == "instant" else None  # None: the configured (embedded) model
     runtime: object = args.runtime
     if args.runtime == "ray":
-        runtime = RayRuntime(args.address, roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
+        runtime = ray_runtime(args.address, roles_per_actor=args.roles_per_actor, num_cpus=args.num_cpus)
     team = build_team(args.agents, neighbours=args.neighbours, llm=llm, runtime=runtime)
     # the agents live as long as the run: the collector need not walk them again and again (at
     # 200,000 agents five full collections took a quarter of the run; bench/bench_scale.py)

@@ -103,3 +103,31 @@ def test_a_team_and_the_simulation_join_a_running_cluster_and_leave_it_running(h
         assert ray.cluster_resources().get("CPU") == 2  # still the cluster the test started
     finally:
         ray.shutdown()
+
+
+def test_the_ray_bench_runs_interleaved_pairs_on_a_head_it_starts_and_stops(tmp_path, monkeypatch):
+    """bench/bench_ray.py: a head of its own, in-process and Ray cases in turn, the medians, the same history."""
+    import json
+
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    out = tmp_path / "ray.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_ray.py"), "--agents", "200", "--rounds", "2", "--pairs", "2",
+         "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert [c["runtime"] for c in result["cases"]] == ["local", "ray", "ray", "local"]  # interleaved
+    (summary,) = result["summary"]
+    assert summary["same_history"] and summary["same_deliveries"]
+    # 200 agents post to 4 followers a round: each actor keeps its own range's posts, only those
+    # at the two boundaries between the two actors leave it (6 each way a round)
+    assert summary["deliveries_in_actor"] + summary["deliveries_cross_actor"] == 2 * 200 * 4
+    assert summary["deliveries_cross_actor"] == 2 * 12
+    assert summary["ratio"] > 0 and summary["ray_driver_cpu_s"] > 0
+    # the head it started is stopped: no process still serves its port
+    port = result["head"].rsplit(":", 1)[1]
+    left = subprocess.run(["pgrep", "-f", f"--port={port}"], capture_output=True, text=True).stdout.split()
+    assert left == []

@@ -129,11 +129,38 @@ def test_a_three_role_team_gives_the_same_history_on_ray(cluster):
     ]
 
 
+def test_a_role_hired_during_the_run_joins_a_new_actor_and_the_history_is_the_one_in_process(cluster):
+    import asyncio
+
+    def run(runtime=None) -> list[Message]:
+        team = Team(llm=FunctionLLM(echo), roles=[Coder(), QA()], runtime=runtime)
+        try:
+            team.run_project("add two numbers")
+            for _ in range(2):
+                asyncio.run(team.env.run())
+            # hired after round 2: the test Bob wrote in round 2 was delivered before Charlie came (he
+            # does not review it), then a test is sent to him
+            team.hire([Reviewer()])
+            asyncio.run(team.env.run())
+            team.env.publish_message(Message(content="please review", sent_from="user", cause_by=WriteTest))
+            for _ in range(4):
+                asyncio.run(team.env.run())
+            if runtime is not None:
+                assert len(runtime.worker_pids()) == 3  # Charlie on an actor started for him
+            return team.env.history.get()
+        finally:
+            team.close()
+
+    expected = run()
+    assert "Charlie" in [m.sent_from for m in expected]
+    assert shape(run(RayRuntime(roles_per_actor=1))) == shape(expected)
+
+
 def test_two_hundred_agents_give_the_same_history_on_ray(cluster):
     local = simulation.build_team(200, llm=simulation.instant_model(), store=None)
     expected = local.run_sync(n_round=3, idea=simulation.TOPIC)
-    team = simulation.build_team(200, llm=simulation.instant_model(), runtime=RayRuntime(roles_per_actor=50),
-                                 store=None)
+    team = simulation.build_team(200, llm=simulation.instant_model(),
+                                 runtime=simulation.ray_runtime(roles_per_actor=50), store=None)
     try:
         got = team.run_sync(n_round=3, idea=simulation.TOPIC)
         assert len(team.runtime.worker_pids()) == 4
@@ -142,10 +169,10 @@ def test_two_hundred_agents_give_the_same_history_on_ray(cluster):
         team.close()
     assert len(got) == 1 + 200 * 3
     assert shape(got) == shape(expected)
-    # each actor holds 50 neighbours of the ring: its own 50 posts of the round before are delivered
-    # inside it (the driver names them, never ships them back); only the posts of the two agents on
-    # either side of its block come from another actor
-    assert mail == {f"worker-{i}": (50, 4) for i in range(4)}
+    # each actor holds 50 neighbours of the ring (placed by who follows whom, built on the worker): of its
+    # agents' 200 deliveries a round, only those of the two agents at either end of its block to the
+    # next block's first two leave it (2 + 1 at each end); the workers route them, the driver none
+    assert mail == {f"worker-{i}": (194, 6) for i in range(4)}
 
 
 # ------------------------------------------------------------------------------ a worker dies
