@@ -54,7 +54,7 @@ from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
 from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # noqa: F401 - re-exported
-from .fitting import Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
+from .fitting import COMPACTED, Compaction, as_compaction, compact, compacted_view, history_for_action, state_prompt
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -291,7 +291,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         and the relevant-to-the-news part, within its token budget."""
         long_term = self._long_term_memory
         if long_term is None:
-            return compacted_view(self.rc.history)  # after a compaction: its summary and what came after
+            history = self.rc.history  # (one copy; scanned for a summary only when its cause holds one)
+            return compacted_view(history) if self.rc.memory.get_by_action(COMPACTED) else history
         return await long_term.context(self.rc.memory, self.rc.news)
 
     def _identity_prefix(self) -> str:
