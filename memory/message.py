@@ -89,20 +89,24 @@ _INSTANCE_PATH: dict[type, str | None] = {}
 _CLASS_PATH: dict[type, str] = {}
 
 
+def _class_path(cls: type) -> str:
+    path = _CLASS_PATH.get(cls)
+    if path is None:
+        path = _CLASS_PATH[cls] = any_to_str(cls)
+    return path
+
+
 def _sender_or_cause(v: Any) -> str:
     # a role instance sends as its name; classes and actions as their class path
     if isinstance(v, str):
         return v
     if isinstance(v, type):
-        path = _CLASS_PATH.get(v)
-        if path is None:
-            path = _CLASS_PATH[v] = any_to_str(v)
-        return path
+        return _class_path(v)
     cls = type(v)
     if cls in _INSTANCE_PATH:
         found = _INSTANCE_PATH[cls]
     else:
-        found = _INSTANCE_PATH[cls] = None if hasattr(v, "profile") else any_to_str(cls)
+        found = _INSTANCE_PATH[cls] = None if hasattr(v, "profile") else _class_path(cls)
     if found is not None:
         return found
     name = getattr(v, "name", None)
