@@ -191,14 +191,22 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:
-        key = self._key(message)
-        if self._scans:
-            if self._holds(key):
-                return
-            self.storage.append(message)
-            if len(self.storage) > self.window:  # type: ignore[operator]  # (a window: _scans)
+        window = self.window
+        if window is not None and window <= SCAN_WINDOW:  # a small window: scanned (every delivery comes here)
+            storage = self.storage
+            if self.ignore_id:
+                if self._holds(self._key(message)):
+                    return
+            else:
+                held = message.id
+                for m in storage:
+                    if m.id == held:
+                        return
+            storage.append(message)
+            if len(storage) > window:
                 self._forget_oldest()
             return
+        key = self._key(message)
         ids, index = self._indexes()
         if key in ids:
             return

@@ -116,9 +116,10 @@ def _sender_or_cause(v: Any) -> str:
 #: the address of a broadcast, one object shared by every broadcast
 SEND_TO_ALL: frozenset[str] = frozenset({MESSAGE_ROUTE_TO_ALL})
 #: the addresses messages were given, each distinct set kept once and shared by the messages that
-#: name it (bounded: emptied when full, so that a long run of one-off addresses keeps nothing alive)
+#: name it: a million agents' follower sets fit (a 1M-agent simulation shares each agent's over its
+#: rounds); emptied when full, so a process making one-off addresses keeps at most that many alive
 _SEND_TOS: dict[frozenset[str], frozenset[str]] = {SEND_TO_ALL: SEND_TO_ALL}
-_SEND_TOS_MAX = 1 << 16
+_SEND_TOS_MAX = 1 << 20
 
 
 def shared_send_to(names: Any) -> frozenset[str]:
