@@ -97,6 +97,10 @@ def test_a_small_memory_window_keeps_no_index_and_still_answers():
     assert memory.unseen(messages[6:11]) == messages[6:7] + messages[10:11]
     memory.add(messages[8])  # already held: nothing changes
     assert len(memory) == 3 and memory.forgotten == 7
+    assert memory.find_news(messages[8:11], k=1) == messages[8:9] + messages[10:11]
+    memory.delete(messages[8])
+    assert memory.delete_newest() is messages[9] and memory.get() == messages[7:8] and messages[8] not in memory
+    assert memory.index == {"test_message_footprint.Post": messages[7:8]}
 
 
 def test_a_bounded_memory_finds_what_it_let_go_in_the_run_store(tmp_path: Path):
