@@ -8,8 +8,10 @@ Each case runs in a fresh interpreter (clean peak-memory figures) with the insta
 model, so the figures are the framework's own cost. Printed per case: agents, rounds, runtime,
 store, build time, wall time of the rounds, messages delivered per second, µs per agent-turn, peak
 RSS (VmHWM) and bytes per agent (peak RSS minus the interpreter's after its imports, over the
-agents), and a digest of the history (the same digest at every setting of the same size: the
-settings change the cost, never what was said).
+agents), the bytes a message holds (B/msg: its object, field dict, fields-set and values, an object
+several messages share counted once) and the same per message delivered (B/deliv), and a digest
+of the history (the same digest at every setting of the same size: the settings change the cost,
+never what was said).
 """
 
 from __future__ import annotations
@@ -33,6 +35,18 @@ def hwm():
             return int(line.split()[1]) * 1024
     return 0
 
+def message_bytes(messages):
+    # what the messages hold, each object counted once however many messages share it (a send_to
+    # set, a cause string, a fields-set): the object, its field dict and the dict's values, its fields-set
+    seen, total = set(), 0
+    for m in messages:
+        parts = [m, m.__dict__, m.__pydantic_fields_set__, *m.__dict__.values()]
+        for part in parts:
+            if part is not None and id(part) not in seen:
+                seen.add(id(part))
+                total += sys.getsizeof(part)
+    return total
+
 import simulation
 before = hwm()
 agents, rounds, store = {agents}, {rounds}, {store!r}
@@ -49,10 +63,12 @@ with tempfile.TemporaryDirectory() as tmp:
         digest.update(f"{{m.sent_from}}|{{m.content}}|{{sorted(m.send_to)}}|{{m.cause_by}}\n".encode())
     delivered = simulation.delivered(history, agents)
     peak = hwm()
+    msg_bytes = message_bytes(history)
 print(json.dumps({{"agents": agents, "rounds": rounds, "runtime": "local", "store": store, "build_s": build,
                   "wall_s": wall, "delivered": delivered, "msgs_per_s": delivered / wall,
                   "us_per_agent_turn": wall / (agents * rounds) * 1e6, "peak_rss_mb": peak / 2**20,
-                  "bytes_per_agent": (peak - before) / agents, "digest": digest.hexdigest()[:16]}}))
+                  "bytes_per_agent": (peak - before) / agents, "digest": digest.hexdigest()[:16],
+                  "msg_bytes": msg_bytes / len(history), "delivered_bytes": msg_bytes / delivered}}))
 """
 
 
@@ -66,12 +82,13 @@ def run_case(agents: int, rounds: int, store: str) -> dict[str, object]:
 
 def report(rows: list[dict[str, object]]) -> str:
     head = f"{'agents':>9} {'rounds':>6} {'store':>5} {'build s':>8} {'wall s':>8} {'msgs/s':>9} " \
-           f"{'µs/turn':>8} {'peak MB':>8} {'B/agent':>8}  digest"
+           f"{'µs/turn':>8} {'peak MB':>8} {'B/agent':>8} {'B/msg':>6} {'B/deliv':>7}  digest"
     lines = [head]
     for r in rows:
         lines.append(f"{r['agents']:>9,} {r['rounds']:>6} {r['store']:>5} {r['build_s']:>8.2f} {r['wall_s']:>8.2f} "
                      f"{r['msgs_per_s']:>9,.0f} {r['us_per_agent_turn']:>8.0f} {r['peak_rss_mb']:>8.0f} "
-                     f"{r['bytes_per_agent']:>8,.0f}  {r['digest']}")
+                     f"{r['bytes_per_agent']:>8,.0f} {r.get('msg_bytes', 0):>6,.0f} "
+                     f"{r.get('delivered_bytes', 0):>7,.0f}  {r['digest']}")
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
+from memory.archive import attach_archive
 from rolecast.const import MESSAGE_ROUTE_TO_NONE
 from rolecast.context import Context
 from rolecast.core.misuse import checks_keywords
@@ -124,6 +125,8 @@ class Environment(Model):
 
     def set_run_log(self, run_log: RunLog | None) -> None:
         self.bus.run_log = run_log
+        # a bounded memory finds what its window let go in the run's store (memory.archive)
+        attach_archive((role.rc.memory for role in self.roles.values()), run_log)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """The environment's fields; its ``roles`` a :class:`RoleMap` of the roles' dumps (found by profile too)."""
@@ -157,6 +160,8 @@ class Environment(Model):
         role.set_env(self)
         self.set_addresses(role, role.addresses)
         self.rewire_role(role)
+        if bus.run_log is not None:  # (hired after the run's log opened)
+            attach_archive((role.rc.memory,), bus.run_log)
 
     def rewire_role(self, role: Role) -> None:
         """(Re)wire a member's context: its inbox's listener and ledger, and what it watches.

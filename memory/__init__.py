@@ -7,6 +7,7 @@ the relevant part of its history.
 
 from rolecast import library_logging
 
+from .archive import MessageArchive, RunLogArchive, attach_archive
 from .longterm import LongTermMemory
 from .memory import Memory
 from .message import (
@@ -40,7 +41,9 @@ __all__ = [
     "Memory",
     "MemoryRecord",
     "Message",
+    "MessageArchive",
     "Resource",
+    "RunLogArchive",
     "SQLiteVectorIndex",
     "SemanticMemory",
     "SystemMessage",
@@ -50,5 +53,6 @@ __all__ = [
     "any_to_name",
     "any_to_str",
     "any_to_str_set",
+    "attach_archive",
     "register_instruct_model",
 ]

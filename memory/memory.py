@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
@@ -13,6 +14,18 @@ from pydantic_core import CoreSchema, core_schema
 from rolecast.errors import DataError, UsageError
 
 from .message import Message, any_to_str, load_json_data
+
+if TYPE_CHECKING:
+    from .archive import MessageArchive
+
+
+#: a window this small is searched by scanning it: no id set or cause index beside it
+SCAN_WINDOW = 32
+
+
+def _fingerprint(key: str) -> int:
+    """The 8 bytes a memory keeps of a message its window let go (see :meth:`Memory.archived`)."""
+    return hash(key)
 
 
 class Memory:
@@ -23,19 +36,24 @@ class Memory:
     (MetaGPT's option) two messages count as the same when everything but their id is
     equal. A plain class on the hot path (every delivered message passes through
     :meth:`add`), usable as a pydantic field: it validates from a list of messages or
-    from :meth:`model_dump`'s dict, and serialises to a list of messages.
+    from :meth:`model_dump`'s dict, and serialises to a list of messages. Its indexes are made
+    with its first message (a role that never hears anything keeps none).
 
     MetaGPT's pydantic surface is here for scripts that touch it: ``model_dump()`` and
     ``Memory(**data)`` round-trip, ``index`` (cause → messages), value equality,
     iteration and ``len()``.
 
-    ``window=k`` bounds it to the newest ``k`` messages: adding one more forgets the oldest (from
-    the index and the ids too, so a forgotten message delivered again counts as new). A role in a
-    large simulation that reads only its last few messages keeps only those (``examples/simulation.py``);
-    the whole history stays in the run log. ``forgotten`` counts the messages the window let go.
+    ``window=k`` bounds it to the newest ``k`` messages: adding one more forgets the oldest (a
+    forgotten message delivered again counts as new). A small window (up to :data:`SCAN_WINDOW`) is
+    searched by scanning it, with no indexes. A role in a large simulation that reads only its last
+    few messages keeps only those (``examples/simulation.py``). The older ones stay in the run log:
+    in a team run with a store, a bounded memory keeps an 8-byte fingerprint of each message it lets
+    go, and ``get``, ``get_by_action``, ``get_by_actions``, ``get_by_role`` and ``get_by_content``
+    with ``archived=True`` read them back from there (:mod:`memory.archive`). ``forgotten`` counts
+    the messages the window let go.
     """
 
-    __slots__ = ("_ids", "_index", "forgotten", "ignore_id", "storage", "window")
+    __slots__ = ("_ids", "_index", "_let_go", "archive", "forgotten", "ignore_id", "storage", "window")
 
     def __init__(
         self,
@@ -54,9 +72,41 @@ class Memory:
         self.forgotten = 0
         self.ignore_id = bool(ignore_id)
         self.storage: list[Message] = []
-        self._index: dict[str, list[Message]] = defaultdict(list)
-        self._ids: set[str] = set()
+        #: id -> nothing, cause -> its messages: made with the first message, never for a small window
+        self._ids: set[str] | None = None
+        self._index: dict[str, list[Message]] | None = None
+        #: where the older messages are read back from (see :mod:`memory.archive`), and the
+        #: fingerprints of those the window let go since it was set
+        self.archive: MessageArchive | None = None
+        self._let_go: array[int] | None = None
         self.add_batch(m if isinstance(m, Message) else Message.model_validate(m) for m in storage)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy or a pickle (a role shipped to a Ray worker) leaves the archive behind: it reads
+        # this process's run log
+        return {name: getattr(self, name) for name in self.__slots__ if name not in ("archive", "_let_go")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name in self.__slots__:
+            object.__setattr__(self, name, state.get(name))
+        self.forgotten = self.forgotten or 0
+        self.storage = self.storage if self.storage is not None else []
+        self.ignore_id = bool(self.ignore_id)
+
+    @property
+    def _scans(self) -> bool:
+        """Whether this memory is searched by scanning (a small window) rather than by its indexes."""
+        return self.window is not None and self.window <= SCAN_WINDOW
+
+    def _indexes(self) -> tuple[set[str], dict[str, list[Message]]]:
+        ids, index = self._ids, self._index
+        if ids is None or index is None:
+            ids = self._ids = {self._key(m) for m in self.storage}
+            index = self._index = {}
+            for m in self.storage:
+                if m.cause_by:
+                    index.setdefault(m.cause_by, []).append(m)
+        return ids, index
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -90,7 +140,7 @@ class Memory:
         """MetaGPT's shape: ``{"storage": [...], "index": {cause: [...]}, "ignore_id": bool}``."""
         return {
             "storage": [m.model_dump(mode=mode) for m in self.storage],
-            "index": {k: [m.model_dump(mode=mode) for m in v] for k, v in self._index.items()},
+            "index": {k: [m.model_dump(mode=mode) for m in v] for k, v in self.index.items()},
             "ignore_id": self.ignore_id,
             **({"window": self.window} if self.window is not None else {}),
         }
@@ -101,7 +151,11 @@ class Memory:
     @property
     def index(self) -> defaultdict[str, list[Message]]:
         """``cause_by`` → its messages, oldest first (a copy: change memory through its methods)."""
-        return defaultdict(list, {k: list(v) for k, v in self._index.items()})
+        out: defaultdict[str, list[Message]] = defaultdict(list)
+        for m in self.storage:
+            if m.cause_by:
+                out[m.cause_by].append(m)
+        return out
 
     def _key(self, message: Message) -> str:
         return message.model_dump_json(exclude={"id"}) if self.ignore_id else message.id
@@ -137,25 +191,46 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, message: Message) -> None:
-        key = self._key(message)
-        if key in self._ids:
+        window = self.window
+        if window is not None and window <= SCAN_WINDOW:  # a small window: scanned (every delivery comes here)
+            storage = self.storage
+            if self.ignore_id:
+                if self._holds(self._key(message)):
+                    return
+            else:
+                held = message.id
+                for m in storage:
+                    if m.id == held:
+                        return
+            storage.append(message)
+            if len(storage) > window:
+                self._forget_oldest()
             return
-        self._ids.add(key)
+        key = self._key(message)
+        ids, index = self._indexes()
+        if key in ids:
+            return
+        ids.add(key)
         self.storage.append(message)
         if message.cause_by:
-            self._index[message.cause_by].append(message)
+            index.setdefault(message.cause_by, []).append(message)
         if self.window is not None and len(self.storage) > self.window:
             self._forget_oldest()
 
     def _forget_oldest(self) -> None:
         oldest = self.storage.pop(0)  # (a window is small: the shift is cheap)
-        self._ids.discard(self._key(oldest))
-        bucket = self._index.get(oldest.cause_by)
-        if bucket:
-            bucket.pop(0)  # the oldest of its cause is first in its bucket too
-            if not bucket:
-                del self._index[oldest.cause_by]
+        if self._ids is not None and self._index is not None:
+            self._ids.discard(self._key(oldest))
+            bucket = self._index.get(oldest.cause_by)
+            if bucket:
+                bucket.pop(0)  # the oldest of its cause is first in its bucket too
+                if not bucket:
+                    del self._index[oldest.cause_by]
         self.forgotten += 1
+        if self.archive is not None:
+            if self._let_go is None:
+                self._let_go = array("q")
+            self._let_go.append(_fingerprint(self._key(oldest)))
 
     def add_batch(self, messages: Iterable[Message]) -> None:
         for message in messages:
@@ -164,34 +239,36 @@ class Memory:
     def delete(self, message: Message) -> None:
         """Forget one message (no error if it is not stored)."""
         key = self._key(message)
-        if key not in self._ids:
+        if not self._holds(key):
             return
-        self._ids.discard(key)
         self.storage = [m for m in self.storage if self._key(m) != key]
-        bucket = self._index.get(message.cause_by)
-        if bucket is not None:
-            bucket[:] = [m for m in bucket if self._key(m) != key]
-            if not bucket:
-                del self._index[message.cause_by]
+        if self._ids is not None and self._index is not None:
+            self._ids.discard(key)
+            bucket = self._index.get(message.cause_by)
+            if bucket is not None:
+                bucket[:] = [m for m in bucket if self._key(m) != key]
+                if not bucket:
+                    del self._index[message.cause_by]
 
     def delete_newest(self) -> Message | None:
         """Forget and return the newest message (None when empty)."""
         if not self.storage:
             return None
         newest = self.storage.pop()
-        self._ids.discard(self._key(newest))
-        bucket = self._index.get(newest.cause_by)
-        if bucket:
-            bucket.pop()  # the newest of its cause is last in its bucket too
-            if not bucket:
-                del self._index[newest.cause_by]
+        if self._ids is not None and self._index is not None:
+            self._ids.discard(self._key(newest))
+            bucket = self._index.get(newest.cause_by)
+            if bucket:
+                bucket.pop()  # the newest of its cause is last in its bucket too
+                if not bucket:
+                    del self._index[newest.cause_by]
         return newest
 
     def clear(self) -> None:
         self.forgotten = 0
         self.storage = []
-        self._index.clear()
-        self._ids.clear()
+        self._ids = self._index = None
+        self._let_go = None
 
     # ------------------------------------------------------------------ reading
     def count(self) -> int:
@@ -201,42 +278,72 @@ class Memory:
         return len(self.storage)
 
     def __contains__(self, message: object) -> bool:
-        if not isinstance(message, Message):
-            return False
-        return (self._key(message) if self.ignore_id else message.id) in self._ids
+        return isinstance(message, Message) and self._holds(self._key(message))
+
+    def _holds(self, key: str) -> bool:
+        if self._ids is not None:
+            return key in self._ids
+        return any(self._key(m) == key for m in self.storage)
 
     def unseen(self, messages: Iterable[Message]) -> list[Message]:
         """Those of ``messages`` not remembered yet, in order (one pass: every delivery is checked here)."""
-        ids = self._ids
         if self.ignore_id:
-            return [m for m in messages if self._key(m) not in ids]
-        return [m for m in messages if m.id not in ids]
+            known = self._ids if self._ids is not None else {self._key(m) for m in self.storage}
+            return [m for m in messages if self._key(m) not in known]
+        if self._ids is not None:
+            ids = self._ids
+            return [m for m in messages if m.id not in ids]
+        if not self.storage:
+            return list(messages)
+        held = {m.id for m in self.storage}
+        return [m for m in messages if m.id not in held]
 
-    def get(self, k: int = 0) -> list[Message]:
-        """The last ``k`` messages, oldest first; ``k=0`` means all."""
+    def archived(self) -> list[Message]:
+        """The messages this memory's window let go, oldest first, read back from the run log (see
+        :mod:`memory.archive`); [] with no archive (a run without a store) or nothing let go."""
+        if self.archive is None or not self._let_go:
+            return []
+        wanted = set(self._let_go)
+        return [m for m in self.archive.messages() if _fingerprint(self._key(m)) in wanted]
+
+    def _all(self, archived: bool) -> list[Message]:
+        return [*self.archived(), *self.storage] if archived else self.storage
+
+    def get(self, k: int = 0, *, archived: bool = False) -> list[Message]:
+        """The last ``k`` messages, oldest first; ``k=0`` means all. With ``archived=True``, from the
+        messages the window let go too (read back from the run log)."""
+        if archived and (k <= 0 or k > len(self.storage)):
+            older = self.archived()
+            if older:
+                return [*older, *self.storage][-k:] if k > 0 else [*older, *self.storage]
         return self.storage[-k:] if k > 0 else list(self.storage)
 
-    def get_by_action(self, action: Any) -> list[Message]:
+    def get_by_action(self, action: Any, *, archived: bool = False) -> list[Message]:
         """Messages caused by an action (class, instance or its string)."""
-        return list(self._index.get(any_to_str(action), ()))
+        key = any_to_str(action)
+        if archived or self._index is None:
+            return [m for m in self._all(archived) if m.cause_by == key]
+        return list(self._index.get(key, ()))
 
-    def get_by_actions(self, actions: Iterable[Any]) -> list[Message]:
+    def get_by_actions(self, actions: Iterable[Any], *, archived: bool = False) -> list[Message]:
         """Messages caused by any of ``actions``, in the order they were stored."""
         keys = {any_to_str(a) for a in actions}
         if len(keys) == 1:
-            return self.get_by_action(next(iter(keys)))
-        return [m for m in self.storage if m.cause_by in keys]
+            return self.get_by_action(next(iter(keys)), archived=archived)
+        return [m for m in self._all(archived) if m.cause_by in keys]
 
-    def get_by_role(self, role: str) -> list[Message]:
-        return [m for m in self.storage if m.role == role]
+    def get_by_role(self, role: str, *, archived: bool = False) -> list[Message]:
+        return [m for m in self._all(archived) if m.role == role]
 
-    def get_by_content(self, content: str) -> list[Message]:
+    def get_by_content(self, content: str, *, archived: bool = False) -> list[Message]:
         """Messages whose content contains ``content``."""
-        return [m for m in self.storage if content in m.content]
+        return [m for m in self._all(archived) if content in m.content]
 
     def find_news(self, observed: Iterable[Message], k: int = 0) -> list[Message]:
         """Those of ``observed`` not among the last ``k`` stored messages (all, for k=0)."""
-        known = self._ids if k <= 0 else {self._key(m) for m in self.storage[-k:]}
+        if k <= 0:
+            return self.unseen(observed)
+        known = {self._key(m) for m in self.storage[-k:]}
         return [m for m in observed if self._key(m) not in known]
 
     def try_remember(self, keyword: str) -> list[Message]:
@@ -244,4 +351,4 @@ class Memory:
         return self.get_by_content(keyword)
 
 
-__all__ = ["Memory"]
+__all__ = ["SCAN_WINDOW", "Memory"]

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import weakref
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from loguru import logger
@@ -16,8 +17,10 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from rolecast.core.classes import current_class_path
@@ -77,21 +80,101 @@ def any_to_str_set(val: Any) -> set[str]:
     return out
 
 
-#: whether instances of a class have a ``profile`` (roles do, actions do not): asked once per class,
-#: because asking a pydantic model for an attribute it lacks is slow, and every message asks
-_HAS_PROFILE: dict[type, bool] = {}
+#: per class: None when its instances have a ``profile`` (roles: they send as their name), else the
+#: class path its instances send and cause as (actions); and per class given itself, its path. Asked
+#: once per class, because asking a pydantic model for an attribute it lacks is slow, and every
+#: message asks; and one string per class, shared by every message it causes (not a new
+#: ``module.QualName`` string a message)
+_INSTANCE_PATH: dict[type, str | None] = {}
+_CLASS_PATH: dict[type, str] = {}
+
+
+def _class_path(cls: type) -> str:
+    path = _CLASS_PATH.get(cls)
+    if path is None:
+        path = _CLASS_PATH[cls] = any_to_str(cls)
+    return path
 
 
 def _sender_or_cause(v: Any) -> str:
     # a role instance sends as its name; classes and actions as their class path
-    if isinstance(v, (str, type)):
-        return any_to_str(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, type):
+        return _class_path(v)
     cls = type(v)
-    has_profile = _HAS_PROFILE.get(cls)
-    if has_profile is None:
-        has_profile = _HAS_PROFILE[cls] = hasattr(v, "profile")
-    name = getattr(v, "name", None) if has_profile else None
+    if cls in _INSTANCE_PATH:
+        found = _INSTANCE_PATH[cls]
+    else:
+        found = _INSTANCE_PATH[cls] = None if hasattr(v, "profile") else _class_path(cls)
+    if found is not None:
+        return found
+    name = getattr(v, "name", None)
     return name if isinstance(name, str) and name else any_to_str(v)
+
+
+#: the address of a broadcast, one object shared by every broadcast
+SEND_TO_ALL: frozenset[str] = frozenset({MESSAGE_ROUTE_TO_ALL})
+#: the addresses messages were given, each distinct set kept once and shared by the messages that
+#: name it: a million agents' follower sets fit (a 1M-agent simulation shares each agent's over its
+#: rounds); emptied when full, so a process making one-off addresses keeps at most that many alive
+_SEND_TOS: dict[frozenset[str], frozenset[str]] = {SEND_TO_ALL: SEND_TO_ALL}
+_SEND_TOS_MAX = 1 << 20
+
+
+def shared_send_to(names: Any) -> frozenset[str]:
+    """``send_to``'s value for ``names`` (one value or an iterable of names, profiles, classes or
+    roles): a frozenset shared by every message with the same addresses. A frozenset of strings is
+    kept as it is given (a sender that holds its followers as one frozenset shares it by itself)."""
+    if type(names) is frozenset and all(type(n) is str for n in names):
+        return names or SEND_TO_ALL
+    key = frozenset(any_to_str_set(names))
+    found = _SEND_TOS.get(key)
+    if found is None:
+        if not key:
+            return SEND_TO_ALL
+        if len(_SEND_TOS) >= _SEND_TOS_MAX:
+            _SEND_TOS.clear()
+            _SEND_TOS[SEND_TO_ALL] = SEND_TO_ALL
+        found = _SEND_TOS[key] = key
+    return found
+
+
+class SharedFieldsSet(set[str]):
+    """A message's fields-set (pydantic's ``model_fields_set``: the fields it was given) shared by
+    every message given the same fields: read-only (a message thaws it into a set of its own before a
+    field is assigned, see :meth:`Message.__setattr__`). A ``set`` still, as pydantic reads it."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a message's fields-set is shared by many messages and cannot be changed in place")
+
+    add = discard = remove = pop = clear = update = _refuse  # type: ignore[assignment]
+    difference_update = intersection_update = symmetric_difference_update = _refuse  # type: ignore[assignment]
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
+
+
+#: the distinct fields-sets of messages, each kept once (at most 2^fields of them); pydantic keeps one
+#: ``set`` a message otherwise (216 bytes; 728 past four names, as when a message is readdressed)
+_FIELDS_SETS: dict[frozenset[str], SharedFieldsSet] = {}
+
+
+def _shared_fields(fields: AbstractSet[str]) -> set[str]:
+    key = frozenset(fields)
+    found = _FIELDS_SETS.get(key)
+    if found is None:
+        if len(_FIELDS_SETS) >= 4096:  # a subclass with very many fields: not shared past this
+            return set(fields)
+        found = _FIELDS_SETS[key] = SharedFieldsSet(key)
+    return found
+
+
+def _thaw_fields(message: BaseModel) -> None:
+    """Give ``message`` a fields-set of its own before pydantic adds a name to it."""
+    fields = message.__pydantic_fields_set__
+    if type(fields) is SharedFieldsSet:
+        object.__setattr__(message, "__pydantic_fields_set__", set(fields))
 
 
 class Message(Model):
@@ -112,11 +195,18 @@ class Message(Model):
     role: str = "user"
     cause_by: str = USER_REQUIREMENT
     sent_from: str = ""
-    send_to: set[str] = Field(default_factory=lambda: {MESSAGE_ROUTE_TO_ALL})
+    send_to: frozenset[str] = SEND_TO_ALL
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, content: str = "", **data: Any):
         super().__init__(content=content, **data)
+
+    @model_validator(mode="after")
+    def _share_fields_set(self) -> Message:
+        # the fields a message was given: one frozenset per distinct set, shared (thawed into a set
+        # of its own before anything adds to it: see __setattr__, __copy__)
+        object.__setattr__(self, "__pydantic_fields_set__", _shared_fields(self.__pydantic_fields_set__))
+        return self
 
     @field_validator("content", mode="before")
     @classmethod
@@ -133,11 +223,12 @@ class Message(Model):
     def _to_str(cls, v: Any) -> str:
         return "" if v is None or v == "" else _sender_or_cause(v)
 
-    @field_validator("send_to", mode="before")
+    @field_validator("send_to", mode="wrap")
     @classmethod
-    def _to_set(cls, v: Any) -> set[str]:
-        result = any_to_str_set(v)
-        return result or {MESSAGE_ROUTE_TO_ALL}
+    def _to_set(cls, v: Any, handler: ValidatorFunctionWrapHandler) -> frozenset[str]:
+        # the shared frozenset itself (pydantic's own frozenset validation would copy it)
+        del handler
+        return shared_send_to(v)
 
     @field_validator("instruct_content", mode="before")
     @classmethod
@@ -170,7 +261,7 @@ class Message(Model):
         return {"class": path, "value": v.model_dump(mode="json")}
 
     @field_serializer("send_to")
-    def _dump_send_to(self, v: set[str]) -> list[str]:
+    def _dump_send_to(self, v: AbstractSet[str]) -> list[str]:
         return sorted(v)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -178,11 +269,28 @@ class Message(Model):
             # what validate_assignment does for this one field (the same normalisation), without
             # pydantic re-validating the whole message: that rebuilt the message's dict and grew every
             # readdressed message by about 1 KB (a role that addresses its posts, every turn;
-            # bench/bench_scale.py)
-            self.__dict__["send_to"] = Message._to_set(value)
-            self.__pydantic_fields_set__.add("send_to")
+            # bench/bench_scale.py); the fields-set stays a shared one
+            self.__dict__["send_to"] = shared_send_to(value)
+            fields = self.__pydantic_fields_set__
+            if "send_to" not in fields:
+                if type(fields) is SharedFieldsSet:
+                    object.__setattr__(self, "__pydantic_fields_set__", _shared_fields({*fields, "send_to"}))
+                else:
+                    fields.add("send_to")
             return
+        if name in type(self).model_fields:
+            _thaw_fields(self)  # pydantic adds the name to it
         super().__setattr__(name, value)
+
+    def __copy__(self) -> Message:
+        copied = super().__copy__()
+        _thaw_fields(copied)  # model_copy(update=...) adds to it
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Message:
+        copied = super().__deepcopy__(memo)
+        _thaw_fields(copied)
+        return copied
 
     # ------------------------------------------------------------------ helpers
     def to_json(self) -> str:
@@ -286,7 +394,7 @@ class Message(Model):
 
 
 #: the fields a framework-made message is given (see :func:`plain_message`)
-_PLAIN_FIELDS_SET = frozenset({"content", "role", "cause_by", "sent_from"})
+_PLAIN_FIELDS_SET = _shared_fields({"content", "role", "cause_by", "sent_from"})
 
 
 class Resource(BaseModel):
@@ -318,9 +426,9 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
     object.__setattr__(message, "__dict__", {
         "id": new_message_id(),
         "content": content, "instruct_content": None, "role": role, "cause_by": cause,
-        "sent_from": sent_from, "send_to": {MESSAGE_ROUTE_TO_ALL}, "metadata": {},
+        "sent_from": sent_from, "send_to": SEND_TO_ALL, "metadata": {},
     })
-    object.__setattr__(message, "__pydantic_fields_set__", set(_PLAIN_FIELDS_SET))
+    object.__setattr__(message, "__pydantic_fields_set__", _PLAIN_FIELDS_SET)
     object.__setattr__(message, "__pydantic_extra__", None)
     object.__setattr__(message, "__pydantic_private__", None)
     return message
@@ -448,10 +556,12 @@ class SystemMessage(Message):
 __all__ = [
     "MAX_MESSAGE_DEPTH",
     "MESSAGE_ROUTE_TO_ALL",
+    "SEND_TO_ALL",
     "USER_REQUIREMENT",
     "AIMessage",
     "InstructContent",
     "Message",
+    "SharedFieldsSet",
     "SystemMessage",
     "UserMessage",
     "allow_instruct_modules",
@@ -461,4 +571,5 @@ __all__ = [
     "new_message_id",
     "plain_message",
     "register_instruct_model",
+    "shared_send_to",
 ]

@@ -55,6 +55,7 @@ from rolecast.runs.events import STATE_INVALID
 
 from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # noqa: F401 - re-exported
 from .fitting import (
+    COMPACTED,
     Compaction,
     as_compaction,
     compact,
@@ -299,7 +300,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         and the relevant-to-the-news part, within its token budget."""
         long_term = self._long_term_memory
         if long_term is None:
-            return compacted_view(self.rc.history)  # after a compaction: its summary and what came after
+            history = self.rc.history  # (one copy; scanned for a summary only when its cause holds one)
+            return compacted_view(history) if self.rc.memory.get_by_action(COMPACTED) else history
         return await long_term.context(self.rc.memory, self.rc.news, llm=self.llm, budget=await history_budget(self))
 
     def _identity_prefix(self) -> str:
