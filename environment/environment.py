@@ -35,7 +35,8 @@ class _BusState:
     the roles whose inbox received something since their last turn, each role's place in the order,
     and the watcher index (see :meth:`Environment.rewire_role`)."""
 
-    __slots__ = ("hear_all", "ledger", "outbox", "rank", "ready", "run_log", "skipped", "watched", "watchers")
+    __slots__ = ("hear_all", "index_watch", "ledger", "mark", "outbox", "rank", "ready", "run_log", "skipped",
+                 "watched", "watchers")
 
     def __init__(self) -> None:
         self.outbox: list[Message] | None = None
@@ -50,6 +51,10 @@ class _BusState:
         self.hear_all: dict[int, Role] = {}
         #: the broadcasts counted as ignored by the roles they were not handed to
         self.ledger = SkipLedger()
+        #: the environment's methods every member's inbox and watch list call with the role (bound
+        #: once: a closure per role cost about 300 bytes each, two per role)
+        self.mark: Any = None
+        self.index_watch: Any = None
 
 
 class RoleMap(dict[str, Any]):
@@ -172,10 +177,13 @@ class Environment(Model):
         rc = role.rc
         if rc.env is None:  # a new context for a role still in this environment
             rc.env = self
+        bus = self.bus
+        if bus.mark is None:
+            bus.mark, bus.index_watch = self._mark, self._index_watch
         inbox = rc.msg_buffer
-        inbox.set_listener(lambda news: self._mark(role, news))
-        inbox.set_ledger(self.bus.ledger)
-        rc.set_watch_listener(lambda: self._index_watch(role))
+        inbox.set_listener(bus.mark, role)
+        inbox.set_ledger(bus.ledger)
+        rc.set_watch_listener(bus.index_watch, role)
         self._index_watch(role)
         if not role.is_idle:  # e.g. a restored role with messages in its inbox
             self._mark_ready(role)
@@ -206,7 +214,8 @@ class Environment(Model):
         if hears_everything(role):
             bus.hear_all[key] = role
             return
-        causes = frozenset(role.rc.watch)
+        watched = role.rc.watched
+        causes = watched if type(watched) is frozenset else frozenset(watched)  # (shared by the roles of a class)
         bus.watched[key] = causes
         for cause in causes:
             bus.watchers.setdefault(cause, {})[key] = role

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from memory import MESSAGE_ROUTE_TO_ALL, Message
+from rolecast.core.classes import unshare_for
 
 from .role_context import RoleContext
 
@@ -74,6 +75,7 @@ class Inbox:
         """Set an attribute; a new context (its watch list and inbox) or a new
         ``observe_all_msg_from_buffer`` brings the environment's watcher index up to date."""
         env = self._env_to_rewire() if name in _WIRED else None
+        unshare_for(self, name)  # (the fields-set and extras are shared: see Role.__init__)
         super().__setattr__(name, value)
         if env is not None:
             env.rewire_role(self)
@@ -102,7 +104,7 @@ class Inbox:
         buffer = self.rc.msg_buffer
         if _keeps_everything(self):
             buffer.push(message)
-        elif reacts_to(message, self.name, self.addresses, self.rc.watch):
+        elif reacts_to(message, self.name, self.addresses, self.rc.watched):
             buffer.push_screened(message)  # _observe need not check it again
         else:
             buffer.ignore()
@@ -110,7 +112,7 @@ class Inbox:
     def can_react(self, message: Message) -> bool:
         """Whether ``message`` is news to this role: not its own, and addressed to it, or a broadcast
         caused by an action it watches (whether it was already remembered is checked when observed)."""
-        return reacts_to(message, self.name, self.addresses, self.rc.watch)
+        return reacts_to(message, self.name, self.addresses, self.rc.watched)
 
     def publish_message(self, message: Message | None) -> None:
         """Publish on the environment bus (signed with this role's name)."""
@@ -158,7 +160,7 @@ class Inbox:
         if screened:
             kept = memory.unseen(news)
         else:
-            name, addresses, watch = self.name, self.addresses, rc.watch
+            name, addresses, watch = self.name, self.addresses, rc.watched
             kept = [m for m in memory.unseen(news) if reacts_to(m, name, addresses, watch)]
         self.rc.news = kept
         memory.add_batch(news if self.observe_all_msg_from_buffer else kept)

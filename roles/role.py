@@ -21,6 +21,7 @@ remembered once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,7 +43,7 @@ from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
 from rolecast.context import Context, current_context
-from rolecast.core.classes import class_path
+from rolecast.core.classes import class_path, share_model_state
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -180,7 +181,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             self.name = type(self).__name__
         if not self.profile:
             self.profile = type(self).__name__
-        self.set_addresses({any_to_str(self), self.name, self.profile})
+        self.set_addresses({class_path(self), self.name, self.profile})  # (the class path: one string per class)
         self._watch(watch if watch is not None else [UserRequirement])
         if actions:
             self.set_actions([Action.restore(a) if isinstance(a, dict) else a for a in _action_list(actions, self)])
@@ -190,13 +191,16 @@ class Role(MetaGPTSDK, Inbox, Model):
             self._set_react_mode(react_mode, max_react_loop if max_react_loop is not None else 1)
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
+        # the fields-set (which fields were given: 728 bytes) and the empty extras are the ones every role
+        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox
+        share_model_state(self)
 
     def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
         """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
         saved = rc if isinstance(rc, RoleContext) else RoleContext.model_validate(rc)
         self.rc.memory = saved.memory
         self.rc.state = saved.state
-        self.rc.watch = saved.watch
+        self.rc.watch = saved.watched
         self.rc.react_mode = saved.react_mode
         self.rc.max_react_loop = saved.max_react_loop
         self.rc.msg_buffer = saved.msg_buffer
@@ -343,7 +347,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             if not isinstance(action, Action):
                 raise UsageError(f"{self.name}: {item!r} is not an Action or Action class")
             self.prepare_action(action)
-            self.states.append(f"{len(self.actions)}. {action}")
+            self.states.append(sys.intern(f"{len(self.actions)}. {action}"))  # ("0. Post": one string for all roles)
             self.actions.append(action)
         if self.rc.react_mode == RoleReactMode.BY_ORDER:
             self.rc.max_react_loop = len(self.actions)
