@@ -417,7 +417,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         actions = self.actions
         if 0 <= state < len(actions):
             action = raw_action(actions, state)
-            self.rc.set_state(state, self._bind(action) if action.is_shared else action)
+            shared = (action.__pydantic_private__ or {}).get("_shared")  # (action.is_shared, without a call)
+            self.rc.set_state(state, self._bind(action) if shared else action)
         else:
             self.rc.set_state(state, None)
 

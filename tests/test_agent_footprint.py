@@ -13,7 +13,7 @@ from environment import Environment
 from memory import Message
 from rolecast.testing import FunctionLLM
 from roles import Role
-from roles.action_list import raw_actions
+from roles.action_list import raw_action, raw_actions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def test_two_roles_given_the_same_action_class_hold_one_action_but_each_speaks_a
     asyncio.run(env.run())
     said = {m.sent_from: m.content for m in env.history.get() if m.sent_from in ("Alice", "Bob")}
     assert "named Alice" in said["Alice"] and "named Bob" in said["Bob"]
-    assert list(raw_actions(alice.actions))[0] is Greet.shared()  # nothing changed it: still shared
+    assert raw_action(alice.actions, 0) is Greet.shared()  # nothing changed it: still shared
 
 
 def test_reading_a_roles_actions_hands_out_its_own_with_its_owner_and_prompt():
@@ -85,7 +85,7 @@ def test_reading_a_roles_actions_hands_out_its_own_with_its_owner_and_prompt():
 async def test_state_a_role_keeps_on_its_action_stays_its_own():
     alice = Role(name="Alice", actions=[Count])
     bob = Role(name="Bob", actions=[Count])
-    assert list(raw_actions(alice.actions))[0] is list(raw_actions(bob.actions))[0]
+    assert raw_action(alice.actions, 0) is raw_action(bob.actions, 0)
     await alice.run("go")
     await alice.run("again")
     await bob.run("go")
@@ -110,7 +110,7 @@ async def test_state_set_on_rc_todo_in_an_act_override_stays_the_roles_own():
 async def test_an_action_class_with_a_mutable_default_gives_each_role_its_own():
     assert Notes.shared() is None
     alice, bob = Role(name="Alice", actions=[Notes]), Role(name="Bob", actions=[Notes])
-    assert list(raw_actions(alice.actions))[0] is not list(raw_actions(bob.actions))[0]
+    assert raw_action(alice.actions, 0) is not raw_action(bob.actions, 0)
     await alice.run("a1")
     await bob.run("b1")
     assert alice.actions[0].notes == ["a1"] and bob.actions[0].notes == ["b1"]
@@ -119,7 +119,7 @@ async def test_an_action_class_with_a_mutable_default_gives_each_role_its_own():
 def test_an_instance_given_to_a_role_is_its_own_as_before():
     given = Greet(desc="given")
     role = Role(name="R", actions=[given])
-    assert list(raw_actions(role.actions))[0] is given and given.owner is role
+    assert raw_action(role.actions, 0) is given and given.owner is role
 
 
 def test_roles_of_a_class_share_their_watch_list_and_fields_set_until_one_changes_it():
