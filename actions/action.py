@@ -241,7 +241,10 @@ class Action(Model):
                  forced: bool = False) -> Action:
         """This shared action as ``owner`` runs it: the class's defaults (shared, not copied), with the
         owner, its context, its model (``forced``: a person's, which wins) and its identity prompt."""
-        _, fields_set = type(self).__dict__[_SHARED]
+        found = type(self).__dict__.get(_SHARED)
+        fields_set = found[1] if found is not None and found[0] is self else None
+        if not fields_set:  # (an instance shipped from another process: its class's own may differ)
+            fields_set = shared_fields_set((*self.__pydantic_fields_set__, "prefix"))
         bound = object.__new__(type(self))
         values = dict(self.__dict__)
         values["prefix"] = prefix

@@ -29,9 +29,9 @@ class ActionList(list["Action"]):
         super().__init__(items or ())
         self._role = role  # None once nothing in it is shared
 
-    def __reduce__(self) -> tuple[Any, ...]:  # a pickled or copied list is a plain one, of own actions
-        self._own_all()
-        return (list, (list(list.__iter__(self)),))
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled (Ray ships roles) as it is held: a shared action stays shared on the other side
+        return (ActionList, (), (None, {"_role": self._role}), list.__iter__(self))
 
     def _own_all(self) -> None:
         """Replace every shared entry by the role's own binding of it (the one it is running, if any)."""

@@ -398,6 +398,22 @@ class RoleContext:
         else:
             self._take(saved)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy, or a context shipped elsewhere, leaves the environment's listener behind
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_listener"] = state["_owner"] = None
+        state["_watch"] = frozenset(self._watch)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "__dict__" in state:  # pickled when RoleContext was a pydantic model
+            state = {**state["__dict__"], "_watch": state["__dict__"].get("watch", ())}
+        defaults = RoleContext()
+        for name in self.__slots__:
+            setattr(self, name, state[name] if name in state else getattr(defaults, name))
+        self._watch = shared_names(self._watch)
+        self._listener = self._owner = None
+
     def _take(self, saved: _SavedContext) -> None:
         self.msg_buffer = saved.msg_buffer
         self.memory = saved.memory

@@ -163,3 +163,17 @@ def test_a_simulation_agent_costs_little_to_build():
     per_agent = sum(d.size_diff for d in after.compare_to(before, "filename")) / 2000
     team.close()
     assert per_agent < 4000, f"{per_agent:.0f} bytes an agent"
+
+
+def test_a_pickled_role_keeps_its_shared_action_and_leaves_the_environment_behind():
+    import pickle
+
+    env = Environment()
+    role = Role(name="Alice", profile="Greeter", actions=[Greet])
+    env.add_role(role)
+    role.rc.env = None  # (as the Ray runtime ships a role: without its environment)
+    role.set_context(None)
+    copy = pickle.loads(pickle.dumps(role))
+    assert raw_action(copy.actions, 0).is_shared and copy.rc._listener is None
+    assert copy.actions[0].owner is copy and "named Alice" in copy.actions[0].prefix
+    assert copy.rc.watched == role.rc.watched
