@@ -166,8 +166,9 @@ class Action(Model):
     _node: ActionNode | None = PrivateAttr(default=None)
     _config: Config | None = PrivateAttr(default=None)
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
-    #: this instance is its class's shared one (see :meth:`shared`): roles hold it, and run a binding of it
-    _shared: bool = PrivateAttr(default=False)
+    #: this instance is its class's shared one (see :meth:`shared`): roles hold it, and run a binding of it;
+    #: the value is then the fields-set of its bindings (a non-empty set), else False
+    _shared: Any = PrivateAttr(default=False)
     #: a binding (see :meth:`bound_to`): the shared instance it binds to a role, until it is changed
     _bound_from: Action | None = PrivateAttr(default=None)
 
@@ -225,8 +226,9 @@ class Action(Model):
             instance = cls()
             found = (instance, False)
             if _stateless(instance):
-                instance.__pydantic_private__["_shared"] = True  # type: ignore[index]
-                found = (instance, shared_fields_set((*instance.__pydantic_fields_set__, "prefix")))
+                fields_set = shared_fields_set((*instance.__pydantic_fields_set__, "prefix"))
+                instance.__pydantic_private__["_shared"] = fields_set  # type: ignore[index]
+                found = (instance, fields_set)
             type.__setattr__(cls, _SHARED, found)
         instance, fields_set = found
         return instance if fields_set else None
@@ -241,16 +243,14 @@ class Action(Model):
                  forced: bool = False) -> Action:
         """This shared action as ``owner`` runs it: the class's defaults (shared, not copied), with the
         owner, its context, its model (``forced``: a person's, which wins) and its identity prompt."""
-        found = type(self).__dict__.get(_SHARED)
-        fields_set = found[1] if found is not None and found[0] is self else None
-        if not fields_set:  # (an instance shipped from another process: its class's own may differ)
-            fields_set = shared_fields_set((*self.__pydantic_fields_set__, "prefix"))
+        # (every turn of a role holding a shared action makes one: no call here that can be spared)
+        private = self.__pydantic_private__
+        assert private is not None
+        fields_set = private["_shared"]
         bound = object.__new__(type(self))
-        values = dict(self.__dict__)
-        values["prefix"] = prefix
-        private = dict(self.__pydantic_private__)  # type: ignore[arg-type]
-        private.update(_owner=owner, _context=context, _role_llm=llm, _forced_llm=llm if forced else None,
-                       _shared=False, _bound_from=self)
+        values = {**self.__dict__, "prefix": prefix}
+        private = {**private, "_owner": owner, "_context": context, "_role_llm": llm,
+                   "_forced_llm": llm if forced else None, "_shared": False, "_bound_from": self}
         object.__setattr__(bound, "__dict__", values)
         object.__setattr__(bound, "__pydantic_fields_set__", fields_set)
         object.__setattr__(bound, "__pydantic_extra__", NO_EXTRAS)

@@ -97,7 +97,8 @@ def raw_action(actions: list[Action], index: int) -> Action:
 
 def bind_action(role: Any, action: Action) -> Action:
     """A shared action as ``role`` runs it (see :meth:`actions.Action.bound_to`): ``Role._bind``."""
-    return action.bound_to(role, prefix=role._get_prefix(), context=role._context, llm=role._llm,
+    private = role.__pydantic_private__  # (role._context and role._llm, without pydantic's slow path)
+    return action.bound_to(role, prefix=role._get_prefix(), context=private["_context"], llm=private["_llm"],
                            forced=role.is_human)
 
 

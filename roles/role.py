@@ -536,7 +536,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
         self._set_state(-1)
-        self._reactions += 1
+        self.__pydantic_private__["_reactions"] += 1  # type: ignore[index]  # (+= 1 without pydantic's calls)
         return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:

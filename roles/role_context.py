@@ -277,10 +277,18 @@ class MessageQueue:
 
     def push_screened(self, message: Message) -> None:
         """:meth:`push` a message the role has checked it can react to (see :attr:`screened`)."""
-        queue = self._writable()
-        queue.append(message)
-        if len(queue) == 1 and self._listener is not None:
-            self._tell(True)
+        queue = self._queue
+        if type(queue) is not deque:
+            queue = self._writable()
+        queue.append(message)  # type: ignore[union-attr]  # (a deque now)
+        if len(queue) == 1:
+            listener = self._listener  # (_tell, inlined: every delivery comes here)
+            if listener is not None:
+                owner = self._owner
+                if owner is None:
+                    listener(True)
+                else:
+                    listener(owner, True)
 
     def ignore(self) -> None:
         """Count a message the role cannot react to (see :meth:`roles.Role.can_react`)."""
