@@ -221,17 +221,16 @@ class Action(Model):
         (:meth:`bound_to`: the role's owner, context, model and identity prompt on the class's
         defaults), and a binding that anyone changes (``todo.x = ...``) becomes the role's own
         action (copy on write). So a million roles with the same action class hold one action."""
-        found = cls.__dict__.get(_SHARED)
+        found: tuple[Action, bool] | None = cls.__dict__.get(_SHARED)
         if found is None:
             instance = cls()
-            found = (instance, False)
-            if _stateless(instance):
+            found = (instance, _stateless(instance))
+            if found[1]:  # its bindings' fields-set, kept where each binding finds it
                 fields_set = shared_fields_set((*instance.__pydantic_fields_set__, "prefix"))
                 instance.__pydantic_private__["_shared"] = fields_set  # type: ignore[index]
-                found = (instance, fields_set)
             type.__setattr__(cls, _SHARED, found)
-        instance, fields_set = found
-        return instance if fields_set else None
+        instance, shareable = found
+        return instance if shareable else None
 
     @property
     def is_shared(self) -> bool:
@@ -463,8 +462,8 @@ class Action(Model):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-#: the class attribute holding (its shared instance, the fields-set of its bindings), or (an instance,
-#: False) when it is not shareable (on the class itself: a class defined in a function goes with its instance)
+#: the class attribute holding (its shared instance, whether it is shared: not when its defaults hold state)
+#: (on the class itself: a class defined in a function goes with its instance)
 _SHARED = "__rolecast_shared__"
 
 #: values a shared instance may hold: none can be changed in place
