@@ -135,9 +135,9 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     @model_serializer(mode="wrap")
     def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # a dump records the role's class and its actions, so it comes back as itself
-        return {CLASS_KEY: class_path(self), **handler(self),
-                "actions": [a.model_dump(mode="json") for a in self.actions]}
+        # a dump records the role's class and its actions (a shared one as this role runs it, left shared)
+        return {CLASS_KEY: class_path(self), **handler(self), "actions": [
+            (self._bind(a) if a.is_shared else a).model_dump(mode="json") for a in raw_actions(self.actions)]}
 
     @model_validator(mode="wrap")
     @classmethod

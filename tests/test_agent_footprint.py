@@ -177,3 +177,12 @@ def test_a_pickled_role_keeps_its_shared_action_and_leaves_the_environment_behin
     assert raw_action(copy.actions, 0).is_shared and copy.rc._listener is None
     assert copy.actions[0].owner is copy and "named Alice" in copy.actions[0].prefix
     assert copy.rc.watched == role.rc.watched
+
+
+def test_a_dump_of_a_role_records_its_action_as_it_runs_it_and_leaves_it_shared():
+    role = Role(name="Alice", profile="Greeter", actions=[Greet])
+    dumped = role.model_dump()
+    assert [a["name"] for a in dumped["actions"]] == ["Greet"] and "named Alice" in dumped["actions"][0]["prefix"]
+    assert raw_action(role.actions, 0) is Greet.shared()
+    restored = Role.model_validate(dumped)
+    assert restored.actions[0].name == "Greet" and restored.actions[0].owner is restored
