@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from enum import Enum
 from typing import Any
 
 from pydantic import (
@@ -20,7 +21,7 @@ from pydantic import (
 from memory import Memory, Message
 from rolecast.context import Context, current_context
 from rolecast.control.hooks import Hooks
-from rolecast.core.classes import class_path
+from rolecast.core.classes import NO_EXTRAS, class_path, share_model_state, shared_fields_set, unshare_for
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -165,6 +166,11 @@ class Action(Model):
     _node: ActionNode | None = PrivateAttr(default=None)
     _config: Config | None = PrivateAttr(default=None)
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
+    #: this instance is its class's shared one (see :meth:`shared`): roles hold it, and run a binding of it;
+    #: the value is then the fields-set of its bindings (a non-empty set), else False
+    _shared: Any = PrivateAttr(default=False)
+    #: a binding (see :meth:`bound_to`): the shared instance it binds to a role, until it is changed
+    _bound_from: Action | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -195,6 +201,69 @@ class Action(Model):
             self.config = config
         if not self.name:
             self.name = type(self).__name__
+        share_model_state(self)  # its fields-set and empty extras: shared objects (see __setattr__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        unshare_for(self, name)
+        private = self.__pydantic_private__
+        if private is not None and private.get("_bound_from") is not None:
+            self._adopt()  # a run's binding of a shared action, changed: it becomes its role's own
+        super().__setattr__(name, value)
+
+    # ---------------------------------------------------------- sharing
+    @classmethod
+    def shared(cls) -> Action | None:
+        """The one instance of this class that roles given the class (``set_actions([cls])``) share, or
+        None when an instance made with no arguments holds state of its own (a mutable value, an
+        extra attribute, a private attribute set): those roles then get one each, as before.
+
+        A shared instance is never run or changed as it is: a role runs a binding of it
+        (:meth:`bound_to`: the role's owner, context, model and identity prompt on the class's
+        defaults), and a binding that anyone changes (``todo.x = ...``) becomes the role's own
+        action (copy on write). So a million roles with the same action class hold one action."""
+        found: tuple[Action, bool] | None = cls.__dict__.get(_SHARED)
+        if found is None:
+            instance = cls()
+            found = (instance, _stateless(instance))
+            if found[1]:  # its bindings' fields-set, kept where each binding finds it
+                fields_set = shared_fields_set((*instance.__pydantic_fields_set__, "prefix"))
+                instance.__pydantic_private__["_shared"] = fields_set  # type: ignore[index]
+            type.__setattr__(cls, _SHARED, found)
+        instance, shareable = found
+        return instance if shareable else None
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether this is a class's shared instance (see :meth:`shared`)."""
+        private = self.__pydantic_private__
+        return bool(private is not None and private.get("_shared"))
+
+    def bound_to(self, owner: Any, *, prefix: str, context: Context | None, llm: BaseLLM | None,
+                 forced: bool = False) -> Action:
+        """This shared action as ``owner`` runs it: the class's defaults (shared, not copied), with the
+        owner, its context, its model (``forced``: a person's, which wins) and its identity prompt."""
+        # (every turn of a role holding a shared action makes one: no call here that can be spared)
+        private = self.__pydantic_private__
+        assert private is not None
+        fields_set = private["_shared"]
+        bound = object.__new__(type(self))
+        values = {**self.__dict__, "prefix": prefix}
+        private = {**private, "_owner": owner, "_context": context, "_role_llm": llm,
+                   "_forced_llm": llm if forced else None, "_shared": False, "_bound_from": self}
+        object.__setattr__(bound, "__dict__", values)
+        object.__setattr__(bound, "__pydantic_fields_set__", fields_set)
+        object.__setattr__(bound, "__pydantic_extra__", NO_EXTRAS)
+        object.__setattr__(bound, "__pydantic_private__", private)
+        return bound
+
+    def _adopt(self) -> None:
+        """A binding is changed: from now on it is its owner's own action, in place of the shared one."""
+        private = self.__pydantic_private__
+        assert private is not None
+        shared, private["_bound_from"] = private["_bound_from"], None
+        adopt = getattr(private["_owner"], "_adopt_action", None)
+        if adopt is not None:
+            adopt(shared, self)
 
     @model_validator(mode="after")
     def _node_from_instruction(self) -> Action:
@@ -391,6 +460,30 @@ class Action(Model):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+#: the class attribute holding (its shared instance, whether it is shared: not when its defaults hold state)
+#: (on the class itself: a class defined in a function goes with its instance)
+_SHARED = "__rolecast_shared__"
+
+#: values a shared instance may hold: none can be changed in place
+_IMMUTABLE = (str, int, float, bool, bytes, tuple, frozenset, type(None), Enum)
+
+
+def _stateless(action: Action) -> bool:
+    """Whether ``action`` holds nothing that could be changed in place or is its own: its fields are
+    immutable values, it has no extra attributes, and its private attributes are unset (None/False)."""
+    if action.__pydantic_extra__:
+        return False
+    if not all(isinstance(v, _IMMUTABLE) and (type(v) is not tuple or _all_immutable(v))
+               for v in action.__dict__.values()):
+        return False
+    private = action.__pydantic_private__ or {}
+    return all(v is None or v is False for k, v in private.items() if k != "_shared")
+
+
+def _all_immutable(values: tuple[Any, ...]) -> bool:
+    return all(isinstance(v, _IMMUTABLE) and (type(v) is not tuple or _all_immutable(v)) for v in values)
 
 
 # the base class's own run goes through the hooks too

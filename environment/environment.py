@@ -36,7 +36,8 @@ class _BusState:
     the roles whose inbox received something since their last turn, each role's place in the order,
     and the watcher index (see :meth:`Environment.rewire_role`)."""
 
-    __slots__ = ("hear_all", "ledger", "outbox", "rank", "ready", "run_log", "skipped", "watched", "watchers")
+    __slots__ = ("hear_all", "index_watch", "ledger", "mark", "outbox", "rank", "ready", "run_log", "skipped",
+                 "watched", "watchers")
 
     def __init__(self) -> None:
         self.outbox: list[Message] | None = None
@@ -45,12 +46,17 @@ class _BusState:
         self.skipped: dict[str, Role] = {}  # roles that received only what they cannot react to
         self.rank: dict[str, int] = {}
         #: cause_by → the roles that watch it (by id), and each role's indexed causes
-        self.watchers: dict[str, dict[int, Role]] = {}
-        self.watched: dict[int, frozenset[str]] = {}
+        #: (keyed by the role itself, hashed by identity: a key of id(role) was a 32-byte int per entry)
+        self.watchers: dict[str, dict[Role, Role]] = {}
+        self.watched: dict[Role, frozenset[str]] = {}
         #: the roles every message is handed to (see :func:`roles.inbox.hears_everything`)
-        self.hear_all: dict[int, Role] = {}
+        self.hear_all: dict[Role, Role] = {}
         #: the broadcasts counted as ignored by the roles they were not handed to
         self.ledger = SkipLedger()
+        #: the environment's methods every member's inbox and watch list call with the role (bound
+        #: once: a closure per role cost about 300 bytes each, two per role)
+        self.mark: Any = None
+        self.index_watch: Any = None
 
 
 class RoleMap(dict[str, Any]):
@@ -113,7 +119,9 @@ class Environment(Model):
     #: where the roles run: None in this process; a :class:`~environment.runtime.Runtime` (Ray) elsewhere
     runtime: Runtime | None = Field(default=None, exclude=True)
 
-    _by_address: dict[str, list[Role]] = PrivateAttr(default_factory=dict)
+    #: address → the role answering to it, or the list of them when several do (a list of one per role
+    #: name cost 88 bytes a role)
+    _by_address: dict[str, Role | list[Role]] = PrivateAttr(default_factory=dict)
     _indexed: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     #: the bus's state: outbox, run log, ready roles, watcher index, ledger
     bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
@@ -177,10 +185,13 @@ class Environment(Model):
         rc = role.rc
         if rc.env is None:  # a new context for a role still in this environment
             rc.env = self
+        bus = self.bus
+        if bus.mark is None:
+            bus.mark, bus.index_watch = self._mark, self._index_watch
         inbox = rc.msg_buffer
-        inbox.set_listener(lambda news: self._mark(role, news))
-        inbox.set_ledger(self.bus.ledger)
-        rc.set_watch_listener(lambda: self._index_watch(role))
+        inbox.set_listener(bus.mark, role)
+        inbox.set_ledger(bus.ledger)
+        rc.set_watch_listener(bus.index_watch, role)
         self._index_watch(role)
         if not role.is_idle:  # e.g. a restored role with messages in its inbox
             self._mark_ready(role)
@@ -194,7 +205,7 @@ class Environment(Model):
     def _unindex(self, role: Role) -> None:
         """Take ``role`` out of the watcher index (its causes, and the roles handed everything)."""
         bus = self.bus
-        key = id(role)
+        key = role
         for cause in bus.watched.pop(key, ()):
             watchers = bus.watchers.get(cause)
             if watchers is not None:
@@ -207,11 +218,12 @@ class Environment(Model):
         """Put a member into the watcher index: among the roles handed every message if it
         :func:`~roles.inbox.hears_everything`, else under each cause it watches."""
         bus = self.bus
-        key = id(role)
+        key = role
         if hears_everything(role):
             bus.hear_all[key] = role
             return
-        causes = frozenset(role.rc.watch)
+        watched = role.rc.watched
+        causes = watched if type(watched) is frozenset else frozenset(watched)  # (shared by the roles of a class)
         bus.watched[key] = causes
         for cause in causes:
             bus.watchers.setdefault(cause, {})[key] = role
@@ -261,12 +273,29 @@ class Environment(Model):
 
     def set_addresses(self, role: Role, addresses: Iterable[str]) -> None:
         """(Re)index the names a role answers to."""
+        by_address = self._by_address
         for address in self._indexed.pop(role.name, ()):
-            self._by_address[address] = [r for r in self._by_address.get(address, []) if r is not role]
+            held = by_address.get(address)
+            if isinstance(held, list):
+                rest = [r for r in held if r is not role]
+                if len(rest) == 1:
+                    by_address[address] = rest[0]
+                elif rest:
+                    by_address[address] = rest
+                else:
+                    del by_address[address]
+            elif held is role:
+                del by_address[address]
         addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
         self._indexed[role.name] = addresses
         for address in addresses:
-            self._by_address.setdefault(address, []).append(role)
+            held = by_address.get(address)
+            if held is None:
+                by_address[address] = role
+            elif isinstance(held, list):
+                held.append(role)
+            elif held is not role:
+                by_address[address] = [held, role]
 
     def get_addresses(self, role: Role) -> set[str]:
         """The names ``role`` receives messages under (empty if it is not here)."""
@@ -324,9 +353,14 @@ class Environment(Model):
             targets: Iterable[Role] = self.roles.values()  # also addressed by name: every role checks
         else:
             found: dict[int, Role] = {}
+            by_address = self._by_address
             for address in message.send_to:
-                for role in self._by_address.get(address, ()):
-                    found[id(role)] = role
+                held = by_address.get(address)
+                if isinstance(held, list):
+                    for role in held:
+                        found[id(role)] = role
+                elif held is not None:
+                    found[id(held)] = held
             targets = found.values()
             if not found and send_to != {MESSAGE_ROUTE_TO_NONE}:
                 logger.warning("message {} is addressed to {} but no role has that name", message.id,

@@ -15,6 +15,7 @@ from actions import UserRequirement
 from memory import MESSAGE_ROUTE_TO_ALL, Memory, Message
 from rolecast.accounting.cost import CostManager
 from rolecast.context import Context
+from rolecast.core.classes import class_path
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -39,6 +40,7 @@ from rolecast.runs.store import (
     open_store,
 )
 from roles import Role
+from roles.action_list import raw_actions
 from roles.checks import refuse_roles_that_do_nothing
 from roles.fitting import as_compaction
 
@@ -515,8 +517,8 @@ class Team(Model):
 
     def _describe(self, n_round: int | None, idea: str) -> dict[str, Any]:
         roles = [
-            {"name": r.name, "profile": r.profile, "class": f"{type(r).__module__}.{type(r).__qualname__}",
-             "actions": [a.name for a in r.actions]}
+            {"name": r.name, "profile": r.profile, "class": class_path(r),
+             "actions": [a.name for a in raw_actions(r.actions)]}  # (raw: a shared action stays shared)
             for r in self.env.roles.values()
         ]
         described = {"team": type(self).__name__, "roles": roles, "idea": idea or self.idea,

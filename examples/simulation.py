@@ -58,6 +58,8 @@ class Agent(Role):
     def __init__(self, **kwargs: object):
         super().__init__(**kwargs)
         self._watch([UserRequirement, Post])
+        # Post holds no state of its own: every agent holds the one shared Post (Action.shared), and
+        # runs it as itself (its name, model and prompt); an agent that changed it would get its own
         self.set_actions([Post])
         # Post reads the last 3 messages: the role keeps those (the run log keeps them all)
         self.rc.memory = Memory(window=READS)

@@ -21,6 +21,7 @@ remembered once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,7 +43,7 @@ from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
 from rolecast.context import Context, current_context
-from rolecast.core.classes import class_path
+from rolecast.core.classes import class_path, share_model_state
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -53,6 +54,7 @@ from rolecast.llm.base import BaseLLM
 from rolecast.llm.human import HumanProvider
 from rolecast.runs.events import STATE_INVALID
 
+from .action_list import ActionList, adopt_action, bind_action, own_action, raw_action, raw_actions
 from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # noqa: F401 - re-exported
 from .fitting import (
     COMPACTED,
@@ -133,7 +135,7 @@ class Role(MetaGPTSDK, Inbox, Model):
     _config: Config | None = PrivateAttr(default=None)
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
     #: the identity prompts this role gave its actions (refreshed by set_env; others' are kept)
-    _given_prefixes: set[str] = PrivateAttr(default_factory=set)
+    _given_prefixes: tuple[str, ...] = PrivateAttr(default=())
     #: reactions finished: a by_order turn whose _act ran one of its own ends there
     _reactions: int = PrivateAttr(default=0)
 
@@ -142,9 +144,9 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     @model_serializer(mode="wrap")
     def _with_class(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # a dump records the role's class and its actions, so it comes back as itself
-        return {CLASS_KEY: class_path(self), **handler(self),
-                "actions": [a.model_dump(mode="json") for a in self.actions]}
+        # a dump records the role's class and its actions (a shared one as this role runs it, left shared)
+        return {CLASS_KEY: class_path(self), **handler(self), "actions": [
+            (self._bind(a) if a.is_shared else a).model_dump(mode="json") for a in raw_actions(self.actions)]}
 
     @model_validator(mode="wrap")
     @classmethod
@@ -189,7 +191,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             self.name = type(self).__name__
         if not self.profile:
             self.profile = type(self).__name__
-        self.set_addresses({any_to_str(self), self.name, self.profile})
+        self.set_addresses({class_path(self), self.name, self.profile})  # (the class path: one string per class)
         self._watch(watch if watch is not None else [UserRequirement])
         if actions:
             self.set_actions([Action.restore(a) if isinstance(a, dict) else a for a in _action_list(actions, self)])
@@ -199,13 +201,16 @@ class Role(MetaGPTSDK, Inbox, Model):
             self._set_react_mode(react_mode, max_react_loop if max_react_loop is not None else 1)
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
+        # the fields-set (which fields were given: 728 bytes) and the empty extras are the ones every role
+        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox
+        share_model_state(self)
 
     def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
         """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
         saved = rc if isinstance(rc, RoleContext) else RoleContext.model_validate(rc)
         self.rc.memory = saved.memory
         self.rc.state = saved.state
-        self.rc.watch = saved.watch
+        self.rc.watch = saved.watched
         self.rc.react_mode = saved.react_mode
         self.rc.max_react_loop = saved.max_react_loop
         self.rc.msg_buffer = saved.msg_buffer
@@ -224,8 +229,9 @@ class Role(MetaGPTSDK, Inbox, Model):
     def llm(self, value: BaseLLM | None) -> None:
         value = as_llm(value, f"{self.name}.llm")
         self._llm = value
-        for action in self.actions:
-            action.set_role_llm(value, override=self.is_human)
+        for action in raw_actions(self.actions):
+            if not action.is_shared:  # (a shared one is bound to this role's model when it runs)
+                action.set_role_llm(value, override=self.is_human)
 
     @property
     def context(self) -> Context:
@@ -233,8 +239,9 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     def set_context(self, context: Context | None) -> None:
         self._context = context
-        for action in self.actions:
-            action.set_context(context)
+        for action in raw_actions(self.actions):
+            if not action.is_shared:
+                action.set_context(context)
 
     def set_env(self, env: Any) -> None:
         """Called by the environment when the role joins it: as in MetaGPT, the actions are prepared
@@ -245,8 +252,12 @@ class Role(MetaGPTSDK, Inbox, Model):
         if context is not None:
             self.set_context(context)
         if env is not None:
-            for action in self.actions:
-                self.prepare_action(action)
+            actions = self.actions
+            if getattr(env, "desc", "") and isinstance(actions, ActionList):
+                actions._own_all()  # the identity prompt names the others: each action its own, made once
+            for action in raw_actions(actions):
+                if not action.is_shared:
+                    self.prepare_action(action)
 
     @property
     def env(self) -> Any:
@@ -334,32 +345,44 @@ class Role(MetaGPTSDK, Inbox, Model):
         old = action.prefix
         if not old or old in self._given_prefixes or (not self.desc and old.startswith(self._identity_prefix())):
             prefix = self._get_prefix()
-            self._given_prefixes.add(prefix)
+            if prefix not in self._given_prefixes:
+                self._given_prefixes = (*self._given_prefixes, prefix)
             action.set_prefix(prefix)
 
-    # MetaGPT's spelling
-    _init_action = prepare_action
+    _init_action = prepare_action  # MetaGPT's spelling
 
     def set_action(self, action: Action | type[Action]) -> None:
         self.set_actions([action])
 
     def set_actions(self, actions: Sequence[Action | type[Action]]) -> None:
-        """Replace this role's actions (classes are instantiated); their order is the states'."""
-        actions = _action_list(actions, self)
-        self.actions = []
-        self.states = []
-        for item in actions:
-            action = item() if isinstance(item, type) else item
-            if not isinstance(action, Action):
-                raise UsageError(f"{self.name}: {item!r} is not an Action or Action class")
-            self.prepare_action(action)
-            self.states.append(f"{len(self.actions)}. {action}")
-            self.actions.append(action)
-        if self.rc.react_mode == RoleReactMode.BY_ORDER:
-            self.rc.max_react_loop = len(self.actions)
+        """Replace this role's actions (classes are instantiated); their order is the states'.
 
-    # MetaGPT ≤0.7 spelling
-    _init_actions = set_actions
+        A class whose default instance holds no state of its own is not instantiated for this role: it
+        holds the class's shared instance (see :mod:`roles.action_list`), and reading ``self.actions``
+        hands out this role's own."""
+        items = _action_list(actions, self)
+        may_share = not getattr(self.rc.env, "desc", "")  # (else each identity prompt names the others)
+        held: ActionList = ActionList(self)
+        states: list[str] = []
+        for item in items:
+            action = None
+            if may_share and isinstance(item, type) and issubclass(item, Action):
+                shared = item.shared()
+                if shared is not None and all(a is not shared for a in raw_actions(held)):
+                    action = shared
+            if action is None:
+                action = item() if isinstance(item, type) else item
+                if not isinstance(action, Action):
+                    raise UsageError(f"{self.name}: {item!r} is not an Action or Action class")
+                self.prepare_action(action)
+            states.append(sys.intern(f"{len(held)}. {action}"))  # ("0. Post": one string for all roles)
+            list.append(held, action)
+        self.actions = held
+        self.states = states
+        if self.rc.react_mode == RoleReactMode.BY_ORDER:
+            self.rc.max_react_loop = len(held)
+
+    _init_actions = set_actions  # MetaGPT ≤0.7 spelling
 
     def _watch(self, actions: Iterable[Any]) -> None:
         """React to messages caused by these actions (classes, instances, dotted paths, or a class's
@@ -402,7 +425,15 @@ class Role(MetaGPTSDK, Inbox, Model):
 
     def _set_state(self, state: int) -> None:
         actions = self.actions
-        self.rc.set_state(state, actions[state] if 0 <= state < len(actions) else None)
+        if 0 <= state < len(actions):
+            action = raw_action(actions, state)
+            shared = (action.__pydantic_private__ or {}).get("_shared")  # (action.is_shared, without a call)
+            self.rc.set_state(state, self._bind(action) if shared else action)
+        else:
+            self.rc.set_state(state, None)
+
+    # shared actions (see roles.action_list): bound to this role when it runs them, its own when read
+    _bind, _own_action, _adopt_action = bind_action, own_action, adopt_action
 
     # -------------------------------------------------------------- the turn
     async def _think(self) -> bool:
@@ -515,7 +546,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
         self._set_state(-1)
-        self._reactions += 1
+        self.__pydantic_private__["_reactions"] += 1  # type: ignore[index]  # (+= 1 without pydantic's calls)
         return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:

@@ -10,12 +10,12 @@ from enum import Enum
 from typing import Any
 
 from loguru import logger
-from pydantic import ConfigDict, Field, GetCoreSchemaHandler, field_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
 from actions import Action
 from memory import Memory, Message
-from rolecast.core.models import Model
+from rolecast.core.classes import shared_names
 
 
 class RoleReactMode(str, Enum):
@@ -29,22 +29,28 @@ class RoleReactMode(str, Enum):
 
 
 class WatchSet(set[str]):
-    """A role's watch list (``rc.watch``): a set that tells its listener (the environment's watcher
-    index, see :meth:`RoleContext.set_watch_listener`) whenever it changes in place. A copy or a
-    pickled one leaves the listener behind."""
+    """A role's watch list as ``rc.watch`` hands it out: a set whose changes in place reach the role's
+    context (which keeps the list as a shared frozenset, see :attr:`RoleContext.watch`) and so the
+    environment's watcher index. A copy or a pickled one is a plain list of names, tied to nothing."""
 
-    __slots__ = ("_on_change",)
+    __slots__ = ("_rc",)
 
-    def __init__(self, items: Iterable[str] = ()) -> None:
+    def __init__(self, items: Iterable[str] = (), rc: RoleContext | None = None) -> None:
         super().__init__(items)
-        self._on_change: Callable[[], None] | None = None
+        self._rc = rc
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (WatchSet, (list(self),))
 
+    @property
+    def _on_change(self) -> Callable[[], None] | None:
+        """What a change in place calls (None: a copy, tied to no context)."""
+        return self._changed if self._rc is not None else None
+
     def _changed(self) -> None:
-        if self._on_change is not None:
-            self._on_change()
+        rc = self._rc
+        if rc is not None:
+            rc._watch_changed(self)
 
     def add(self, element: str) -> None:
         super().add(element)
@@ -164,13 +170,16 @@ class MessageQueue:
     handed or sent itself (:meth:`credit`).
     """
 
+    __slots__ = ("_base", "_credit", "_epoch", "_ignored", "_ledger", "_listener", "_owner", "_queue", "screened")
+
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         # an empty inbox holds no deque (an empty deque is a 760-byte block, and most of a large
         # simulation's inboxes are empty most of the time): one is made by the first message that
         # arrives, and let go when the role reads them all (bench/bench_scale.py)
         self._queue: deque[Message] | tuple[()] = deque(messages) or _NO_MESSAGES
         self._ignored = 0  # messages received that the role cannot react to (not kept)
-        self._listener: Callable[[bool], None] | None = None
+        self._listener: Callable[..., None] | None = None
+        self._owner: Any = None  # given to the listener first, when set (see set_listener)
         #: every waiting message came through :meth:`push_screened` (the role's own check at
         #: delivery), so the turn that reads them need not check them again
         self.screened = not self._queue
@@ -184,16 +193,17 @@ class MessageQueue:
     def __getstate__(self) -> dict[str, Any]:
         # the listener and the ledger are the environment's of this process: a copy shipped
         # elsewhere gets its own, and keeps the count of what it ignored
-        state = dict(self.__dict__)
+        state = {name: getattr(self, name) for name in self.__slots__}
         state["_ignored"] = self._ignored + self._skipped()
-        state["_listener"] = state["_ledger"] = None
+        state["_listener"] = state["_ledger"] = state["_owner"] = None
+        state["_epoch"] = state["_base"] = state["_credit"] = 0
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("screened", False)
-        for key in ("_ledger", "_epoch", "_base", "_credit"):
-            state.setdefault(key, None if key == "_ledger" else 0)
-        self.__dict__.update(state)
+        defaults = {"screened": False, "_ledger": None, "_listener": None, "_owner": None, "_epoch": 0, "_base": 0,
+                    "_credit": 0, "_ignored": 0, "_queue": _NO_MESSAGES}
+        for name in self.__slots__:
+            setattr(self, name, state.get(name, defaults[name]))
 
     def set_ledger(self, ledger: SkipLedger | None) -> None:
         """Count ``ledger``'s broadcasts from now on as ignored unless :meth:`credit`-ed (None: none)."""
@@ -224,10 +234,22 @@ class MessageQueue:
             return ledger.count
         return ledger.count - self._base - self._credit
 
-    def set_listener(self, listener: Callable[[bool], None] | None) -> None:
+    def set_listener(self, listener: Callable[..., None] | None, owner: Any = None) -> None:
         """Call ``listener(True)`` when a push finds the inbox empty and after a requeue, and
-        ``listener(False)`` for the first ignored message (None: nobody listens)."""
+        ``listener(False)`` for the first ignored message (None: nobody listens). With an ``owner``,
+        ``listener(owner, news)``: an environment gives every inbox its one method and the role, not a
+        closure per role."""
         self._listener = listener
+        self._owner = owner
+
+    def _tell(self, news: bool) -> None:
+        listener = self._listener
+        if listener is not None:
+            owner = self._owner
+            if owner is None:
+                listener(news)
+            else:
+                listener(owner, news)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -251,20 +273,28 @@ class MessageQueue:
         queue.append(message)
         self.screened = False
         if len(queue) == 1 and self._listener is not None:  # only news when the inbox was empty
-            self._listener(True)
+            self._tell(True)
 
     def push_screened(self, message: Message) -> None:
         """:meth:`push` a message the role has checked it can react to (see :attr:`screened`)."""
-        queue = self._writable()
-        queue.append(message)
-        if len(queue) == 1 and self._listener is not None:
-            self._listener(True)
+        queue = self._queue
+        if type(queue) is not deque:
+            queue = self._writable()
+        queue.append(message)  # type: ignore[union-attr]  # (a deque now)
+        if len(queue) == 1:
+            listener = self._listener  # (_tell, inlined: every delivery comes here)
+            if listener is not None:
+                owner = self._owner
+                if owner is None:
+                    listener(True)
+                else:
+                    listener(owner, True)
 
     def ignore(self) -> None:
         """Count a message the role cannot react to (see :meth:`roles.Role.can_react`)."""
         self._ignored += 1
         if self._ignored == 1 and self._listener is not None:
-            self._listener(False)
+            self._tell(False)
 
     def drop_ignored(self) -> None:
         """Forget the ignored messages (the scheduler does, at the next round)."""
@@ -310,7 +340,7 @@ class MessageQueue:
         self._writable().extendleft(reversed(messages))
         self.screened = False
         if messages and self._listener is not None:
-            self._listener(True)
+            self._tell(True)
 
     def empty(self) -> bool:
         """Nothing received since the last read (ignored messages count until they are dropped)."""
@@ -320,81 +350,182 @@ class MessageQueue:
         return len(self._queue)
 
 
-#: RoleContext's fields that are set as they are (no validation on assignment, no listener)
-_PLAIN_FIELDS = frozenset({"env", "msg_buffer", "memory", "state", "todo", "news", "react_mode", "max_react_loop"})
+class _SavedContext(BaseModel):
+    """What a dump of a :class:`RoleContext` holds, and how it is validated (MetaGPT's RoleContext fields)."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True, extra="forbid")
 
-#: the fields :meth:`RoleContext.set_state` sets
-_STATE_FIELDS = ("state", "todo")
-
-
-class RoleContext(Model):
-    """A role's runtime state: environment, inbox, memory, current state and todo, watch list."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
-
-    env: Any = Field(default=None, exclude=True)
     msg_buffer: MessageQueue = Field(default_factory=MessageQueue)
     memory: Memory = Field(default_factory=Memory)
     state: int = -1
-    todo: Action | None = Field(default=None, exclude=True)
-    watch: set[str] = Field(default_factory=WatchSet)
-    news: list[Message] = Field(default_factory=list, exclude=True)
+    watch: set[str] = Field(default_factory=set)
     react_mode: RoleReactMode = RoleReactMode.REACT
     max_react_loop: int = 1
 
-    @field_validator("watch", mode="after")
-    @classmethod
-    def _watch_set(cls, value: set[str]) -> WatchSet:
-        return value if isinstance(value, WatchSet) else WatchSet(value)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name != "watch":
-            if name in _PLAIN_FIELDS and type(self) is RoleContext:
-                # what pydantic does for a field without assignment validation, without its calls: a
-                # react step sets state and todo four times, and through pydantic it made 83 Python
-                # calls instead of 67 (bench/bench_framework.py (d); tests/test_bench.py bounds it at 80)
-                self.__dict__[name] = value
-                self.__pydantic_fields_set__.add(name)
-                return
-            super().__setattr__(name, value)
-            return
-        # a new watch list keeps the old one's listener, and tells it
-        old = self.__dict__.get("watch")
-        listener = old._on_change if isinstance(old, WatchSet) else None
-        watch = WatchSet(value)
-        watch._on_change = listener
-        super().__setattr__(name, watch)
+#: the fields a RoleContext's dump holds, in order (``env``, ``todo`` and ``news`` are not saved)
+_SAVED = tuple(_SavedContext.model_fields)
+#: every field the constructor takes
+_FIELDS = frozenset({*_SAVED, "env", "todo", "news"})
+#: the watch list of a role that watches nothing (shared)
+_NOTHING: frozenset[str] = frozenset()
+
+
+class RoleContext:
+    """A role's runtime state: environment, inbox, memory, current state and todo, watch list.
+
+    A plain class with slots (a million roles have a million of these): the fields of MetaGPT's
+    pydantic RoleContext, with its ``model_dump``/``model_validate`` surface, usable as a pydantic
+    field (it validates from a dump and dumps to one). ``watch`` is kept as a shared, immutable set
+    (roles that watch the same causes share one); reading ``rc.watch`` hands out a
+    :class:`WatchSet` whose changes in place come back here.
+    """
+
+    __slots__ = ("_listener", "_owner", "_watch", "env", "max_react_loop", "memory", "msg_buffer", "news",
+                 "react_mode", "state", "todo")
+
+    def __init__(self, **data: Any) -> None:
+        unknown = set(data) - _FIELDS
+        if unknown:
+            raise ValidationError.from_exception_data("RoleContext", [
+                {"type": "extra_forbidden", "loc": (name,), "input": data[name]} for name in sorted(unknown)])
+        runtime = {name: data.pop(name) for name in ("env", "todo", "news") if name in data}
+        saved = _SavedContext(**data) if data else None
+        self._listener: Callable[..., None] | None = None
+        self._owner: Any = None
+        self.env: Any = runtime.get("env")
+        self.todo: Action | None = runtime.get("todo")
+        self.news: list[Message] = runtime.get("news", [])
+        if saved is None:
+            self.msg_buffer = MessageQueue()
+            self.memory = Memory()
+            self.state = -1
+            self._watch: AbstractSet[str] = _NOTHING
+            self.react_mode = RoleReactMode.REACT
+            self.max_react_loop = 1
+        else:
+            self._take(saved)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy, or a context shipped elsewhere, leaves the environment's listener behind
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_listener"] = state["_owner"] = None
+        state["_watch"] = frozenset(self._watch)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "__dict__" in state:  # pickled when RoleContext was a pydantic model
+            state = {**state["__dict__"], "_watch": state["__dict__"].get("watch", ())}
+        defaults = RoleContext()
+        for name in self.__slots__:
+            setattr(self, name, state[name] if name in state else getattr(defaults, name))
+        self._watch = shared_names(self._watch)
+        self._listener = self._owner = None
+
+    def _take(self, saved: _SavedContext) -> None:
+        self.msg_buffer = saved.msg_buffer
+        self.memory = saved.memory
+        self.state = saved.state
+        self._watch = shared_names(saved.watch)
+        self.react_mode = saved.react_mode
+        self.max_react_loop = saved.max_react_loop
+
+    # ------------------------------------------------------------ watch list
+    @property
+    def watch(self) -> set[str]:
+        """The causes this role reacts to: a :class:`WatchSet` (changes in place are heard)."""
+        watch = self._watch
+        if type(watch) is not WatchSet:
+            watch = self._watch = WatchSet(watch, self)  # made when asked for: most roles never are
+        return watch
+
+    @watch.setter
+    def watch(self, value: Iterable[str]) -> None:
+        old = self._watch
+        if type(old) is WatchSet:
+            old._rc = None  # a list handed out before is no longer this role's
+        self._watch = shared_names(value)
+        self._tell_watch()
+
+    def _watch_changed(self, watch: WatchSet) -> None:
+        if self._watch is watch:
+            self._tell_watch()
+
+    def _tell_watch(self) -> None:
+        listener = self._listener
         if listener is not None:
-            listener()
+            owner = self._owner
+            if owner is None:
+                listener()
+            else:
+                listener(owner)
+
+    @property
+    def watched(self) -> AbstractSet[str]:
+        """The watch list as kept (a shared frozenset, or the :class:`WatchSet` handed out): to read, not change."""
+        return self._watch
+
+    def set_watch_listener(self, listener: Callable[..., None] | None, owner: Any = None) -> None:
+        """Call ``listener()`` whenever the watch list changes (assigned, or changed in place); with an
+        ``owner``, ``listener(owner)`` (one method for every role, not a closure per role)."""
+        self._listener = listener
+        self._owner = owner
 
     def set_state(self, state: int, todo: Action | None) -> None:
-        """``self.state = state; self.todo = todo`` in one call (every turn sets both, twice: see
-        :meth:`__setattr__` for why plain fields are set directly)."""
-        if type(self) is RoleContext:  # the plain fields' assignment below, both at once
-            values = self.__dict__
-            values["state"] = state
-            values["todo"] = todo
-            self.__pydantic_fields_set__.update(_STATE_FIELDS)
-        else:
-            self.state = state
-            self.todo = todo
-
-    def set_watch_listener(self, listener: Callable[[], None] | None) -> None:
-        """Call ``listener()`` whenever the watch list changes (assigned, or changed in place)."""
-        watch = self.watch
-        if not isinstance(watch, WatchSet):  # put in the instance's dict past validation
-            watch = self.__dict__["watch"] = WatchSet(watch)
-        watch._on_change = listener
+        """``self.state = state; self.todo = todo`` in one call."""
+        self.state = state
+        self.todo = todo
 
     @property
     def important_memory(self) -> list[Message]:
         """Messages caused by the actions this role watches."""
-        return self.memory.get_by_actions(self.watch)
+        return self.memory.get_by_actions(self._watch)
 
     @property
     def history(self) -> list[Message]:
         return self.memory.get()
+
+    # ------------------------------------------------------ pydantic surface
+    def _saved(self) -> _SavedContext:
+        return _SavedContext.model_construct(
+            msg_buffer=self.msg_buffer, memory=self.memory, state=self.state, watch=set(self._watch),
+            react_mode=self.react_mode, max_react_loop=self.max_react_loop)
+
+    def model_dump(self, *, mode: str = "python", **kwargs: Any) -> dict[str, Any]:
+        """The saved fields (MetaGPT's dump: ``msg_buffer``, ``memory``, ``state``, ``watch`` …)."""
+        dumped = self._saved().model_dump(mode=mode, **kwargs)
+        if mode == "json" and isinstance(dumped.get("watch"), list):
+            dumped["watch"] = sorted(dumped["watch"])
+        return dumped
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.model_dump(mode="json", **kwargs), ensure_ascii=False)
+
+    @classmethod
+    def model_validate(cls, value: Any) -> RoleContext:
+        """A context from a RoleContext, a dump (a dict), or a :class:`_SavedContext`."""
+        if isinstance(value, RoleContext):
+            return value
+        rc = cls()
+        rc._take(value if isinstance(value, _SavedContext) else _SavedContext.model_validate(value))
+        return rc
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> RoleContext:
+        return cls.model_validate(_SavedContext.model_validate_json(data))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        # a field of this type takes a RoleContext or a dump of one, and dumps to a dict
+        return core_schema.no_info_plain_validator_function(
+            cls.model_validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda rc, info: rc.model_dump(mode=info.mode), info_arg=True),
+        )
+
+    def __repr__(self) -> str:
+        return (f"RoleContext(state={self.state}, todo={self.todo!r}, watch={sorted(self._watch)}, "
+                f"react_mode={self.react_mode.value!r}, max_react_loop={self.max_react_loop})")
 
 
 __all__ = ["MessageQueue", "RoleContext", "RoleReactMode", "SkipLedger", "WatchSet"]

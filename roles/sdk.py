@@ -71,7 +71,7 @@ class MetaGPTSDK:
 
     def is_watch(self, caused_by: str) -> bool:
         """Whether messages caused by ``caused_by`` (an action's class path) are news to this role."""
-        return caused_by in self.rc.watch
+        return caused_by in self.rc.watched
 
     @property
     def action_description(self) -> str:

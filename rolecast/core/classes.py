@@ -8,17 +8,46 @@ chose to import).
 
 from __future__ import annotations
 
+import sys
+import weakref
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from ..errors import UsageError
 
 T = TypeVar("T")
 
+#: class → (module, qualname, path), made once: a million roles of one class share one path string (weak:
+#: a class defined in a function is let go, and :func:`loaded_subclass` does not find it again)
+_PATHS: weakref.WeakKeyDictionary[type, tuple[str, str, str]] = weakref.WeakKeyDictionary()
+
 
 def class_path(obj: Any) -> str:
-    """``module.QualName`` of a class or of an instance's class."""
+    """``module.QualName`` of a class or of an instance's class (one shared, interned string per class)."""
     cls = obj if isinstance(obj, type) else type(obj)
-    return f"{cls.__module__}.{cls.__qualname__}"
+    module, qualname = cls.__module__, cls.__qualname__
+    found = _PATHS.get(cls)
+    if found is not None and found[0] is module and found[1] is qualname:
+        return found[2]
+    path = sys.intern(f"{module}.{qualname}")  # (made again if a class was renamed after its creation)
+    _PATHS[cls] = (module, qualname, path)
+    return path
+
+
+#: frozensets of names kept once (see :func:`shared_names`)
+_NAME_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def shared_names(names: Iterable[str]) -> frozenset[str]:
+    """``frozenset(names)``, the same object for the same names: the watch lists of a million roles of one
+    class are one set (interned strings in it), not a million copies. Immutable: a change makes another."""
+    key = frozenset(sys.intern(n) if type(n) is str else n for n in names)
+    found = _NAME_SETS.get(key)
+    if found is None:
+        if len(_NAME_SETS) >= 4096:  # distinct watch lists are few; a program making endless ones is not
+            _NAME_SETS.clear()  # kept from its memory (the sets still work, only are not shared)
+        found = _NAME_SETS[key] = key
+    return found
 
 
 #: modules that moved (issue 28: the kernel in sub-packages): a run or team saved before names its
@@ -84,4 +113,61 @@ def loaded_subclass(base: type[T], path: str) -> type[T]:
     )
 
 
-__all__ = ["MOVED_MODULES", "class_path", "current_class_path", "loaded_subclass"]
+
+
+#: pydantic fields-sets kept once (see :func:`shared_fields_set`)
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def shared_fields_set(names: Iterable[str]) -> set[str]:
+    """The same ``set`` object for the same field names: a model's ``__pydantic_fields_set__`` (which
+    fields were given) is the same for a million roles of one class, and a set of a dozen names is
+    728 bytes. Shared, so never grown in place: whoever sets a field not in it swaps in the set of
+    the names with that one (see :meth:`roles.inbox.Inbox.__setattr__`)."""
+    key = frozenset(names)
+    found = _FIELD_SETS.get(key)
+    if found is None:
+        if len(_FIELD_SETS) >= 4096:
+            _FIELD_SETS.clear()
+        found = _FIELD_SETS[key] = set(key)
+    return found
+
+
+class _NoExtras(dict[str, Any]):
+    """The empty ``__pydantic_extra__`` shared by the models that have no extra attributes (an empty dict
+    each is 64 bytes); setting one gives the model its own dict first (see :func:`unshare_for`)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("the shared empty extras of a model are not changed in place; set the attribute")
+
+    __setitem__ = update = setdefault = _refuse  # type: ignore[assignment]
+
+
+#: see :class:`_NoExtras`
+NO_EXTRAS: dict[str, Any] = _NoExtras()
+
+
+def share_model_state(model: Any) -> None:
+    """After a pydantic model's ``__init__``: its fields-set, and its extras when it has none, become the
+    objects every model with the same ones shares (:func:`shared_fields_set`, :data:`NO_EXTRAS`). The
+    model's ``__setattr__`` must call :func:`unshare_for` first."""
+    object.__setattr__(model, "__pydantic_fields_set__", shared_fields_set(model.__pydantic_fields_set__))
+    extra = model.__pydantic_extra__
+    if extra is not None and not extra:
+        object.__setattr__(model, "__pydantic_extra__", NO_EXTRAS)
+
+
+def unshare_for(model: Any, name: str) -> None:
+    """Before ``model.name = ...``: a field not yet in the shared fields-set swaps in the set with it (so
+    pydantic's ``add`` finds it there), and an extra attribute gives the model its own extras dict."""
+    cls = type(model)
+    if name in cls.__pydantic_fields__:
+        fields_set = model.__pydantic_fields_set__
+        if name not in fields_set:
+            object.__setattr__(model, "__pydantic_fields_set__", shared_fields_set((*fields_set, name)))
+    elif model.__pydantic_extra__ is NO_EXTRAS and name not in cls.__private_attributes__:
+        object.__setattr__(model, "__pydantic_extra__", {})
+
+
+__all__ = ["MOVED_MODULES", "NO_EXTRAS", "class_path", "current_class_path", "loaded_subclass", "share_model_state",
+           "shared_fields_set", "shared_names", "unshare_for"]
