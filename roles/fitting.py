@@ -26,6 +26,7 @@ from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, Messages
 from rolecast.llm.window import fit_history, omitted_note
 from rolecast.runs.events import HISTORY_FITTED
+from rolecast.runs.log import acting
 
 from .prompts import STATE_TEMPLATE
 
@@ -102,6 +103,7 @@ async def fit_history_for(
             log.emit(HISTORY_FITTED, {
                 "purpose": purpose, "kept": len(fitted.kept), "omitted": fitted.omitted, "window": window,
                 "budget": max(0, budget), "max_tokens": max_tokens,
+                "history_tokens": sum(by_id.values()), "omitted_tokens": sum(by_id.values()) - fitted.used,
             }, role=role.name)
     return FittedHistory(fitted.kept, fitted.omitted)
 
@@ -213,7 +215,8 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
     fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
                                    answer_room(llm), purpose="compaction")
-    summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
+    with acting(COMPACTED):  # logged as the compaction's call (the studio marks it a summary)
+        summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
     replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
     digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
     message = Message(
