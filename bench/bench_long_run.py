@@ -73,11 +73,13 @@ def debater(name: str, side: str) -> Role:
                    watch=[UserRequirement, Argue, Rebut], react_mode="react", max_react_loop=1)
 
 
-def one_side(n_round: int, n_ctx: int, compaction: Compaction | None, max_tokens: int, store_path: Path
-             ) -> dict[str, Any]:
-    from rolecast.llm.local.provider import LocalLLM
+def one_side(n_round: int, n_ctx: int, compaction: Compaction | None, max_tokens: int, store_path: Path,
+             llm: Any = None) -> dict[str, Any]:
+    """One run of the debate (on ``llm``, else the embedded model with ``n_ctx``) and its figures."""
+    if llm is None:
+        from rolecast.llm.local.provider import LocalLLM
 
-    llm = LocalLLM(n_ctx=n_ctx, settings=LLMSettings(max_tokens=max_tokens) if max_tokens else None)
+        llm = LocalLLM(n_ctx=n_ctx, settings=LLMSettings(max_tokens=max_tokens) if max_tokens else None)
     store = SQLiteRunStore(store_path)
     team = Team(llm=llm, roles=[debater("Ada", "for"), debater("Ben", "against")], store=store,
                 compaction=compaction)
@@ -85,15 +87,20 @@ def one_side(n_round: int, n_ctx: int, compaction: Compaction | None, max_tokens
     started = time.perf_counter()
     team.run_sync(n_round=n_round, idea=TOPIC, send_to="Ada")
     wall = time.perf_counter() - started
-    return {"compaction": compaction.share if compaction else False, "n_ctx": n_ctx,
-            "max_tokens": max_tokens or llm.default_max_tokens,
+    return {"compaction": compaction.share if compaction else False, "n_ctx": llm.context_window,
+            "max_tokens": int(llm._effective(llm.settings, None).max_tokens or 0),
             **figures(list(store.events(team.run_id))), "seconds": round(wall, 1)}
+
+
+def _blocks(values: list[float], size: int) -> list[float]:
+    return [round(statistics.mean(values[i:i + size]), 2) for i in range(0, len(values), size)]
 
 
 def figures(events: list[Any]) -> dict[str, Any]:
     """A run's figures from its log: rounds, calls (and the compaction's summary calls), the largest
-    prompt and call in the engine's tokens, the prompts that left messages out, and the seconds per
-    round, over blocks of 10 rounds (a quarter of the run when it has fewer than 20)."""
+    prompt and call in the engine's tokens, the prompts that left messages out, and per block of 10
+    rounds (a quarter of the run when it has fewer than 20) the mean seconds a round and the mean
+    prompt of its calls: both flat once the history fills the window."""
     calls = [e for e in events if e.kind == LLM_CALL and "response" in e.data]
     usage = [c.data["response"].get("usage") or {} for c in calls]
     prompts = [int(u.get("prompt_tokens", 0)) for u in usage]
@@ -102,6 +109,10 @@ def figures(events: list[Any]) -> dict[str, Any]:
     start_ts = next(e.ts for e in events if e.kind == RUN_STARTED)
     per_round = [b - a for a, b in itertools.pairwise([start_ts, *(e.ts for e in rounds)])]
     block = 10 if len(per_round) >= 20 else max(1, len(per_round) // 4)
+    by_round: dict[int, list[int]] = {}
+    for call, tokens in zip(calls, prompts, strict=True):
+        by_round.setdefault(call.round, []).append(tokens)
+    round_prompts = [statistics.mean(by_round.get(r, [0])) for r in range(1, len(rounds) + 1)]
     fitted = [e for e in events if e.kind == HISTORY_FITTED]
     return {
         "rounds": len(rounds), "calls": len(calls),
@@ -111,8 +122,8 @@ def figures(events: list[Any]) -> dict[str, Any]:
         "most_left_out": max((int(e.data.get("omitted", 0)) for e in fitted), default=0),
         "rounds_per_block": block,
         # the first block includes loading the model
-        "round_seconds_by_block": [round(statistics.mean(per_round[i:i + block]), 2)
-                                   for i in range(0, len(per_round), block)],
+        "round_seconds_by_block": _blocks(per_round, block),
+        "prompt_tokens_by_block": [round(t) for t in _blocks(round_prompts, block)],
     }
 
 
