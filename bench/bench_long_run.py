@@ -84,12 +84,18 @@ def one_side(n_round: int, n_ctx: int, compaction: Compaction | None, max_tokens
     team = Team(llm=llm, roles=[debater("Ada", "for"), debater("Ben", "against")], store=store,
                 compaction=compaction)
     team.invest(1.0)
+    # the process's CPU seconds (the engine's threads included) at each round's end: on a shared machine
+    # a round's wall time follows the load, its CPU time what the round asked of the model
+    cpu = [time.process_time()]
+    team.run_log.subscribe(lambda event: cpu.append(time.process_time()) if event.kind == ROUND_FINISHED else None)
     started = time.perf_counter()
     team.run_sync(n_round=n_round, idea=TOPIC, send_to="Ada")
     wall = time.perf_counter() - started
+    found = figures(list(store.events(team.run_id)))
+    per_round = [b - a for a, b in itertools.pairwise(cpu)]
     return {"compaction": compaction.share if compaction else False, "n_ctx": llm.context_window,
-            "max_tokens": int(llm._effective(llm.settings, None).max_tokens or 0),
-            **figures(list(store.events(team.run_id))), "seconds": round(wall, 1)}
+            "max_tokens": int(llm._effective(llm.settings, None).max_tokens or 0), **found,
+            "round_cpu_seconds_by_block": _blocks(per_round, found["rounds_per_block"]), "seconds": round(wall, 1)}
 
 
 def _blocks(values: list[float], size: int) -> list[float]:
@@ -99,8 +105,8 @@ def _blocks(values: list[float], size: int) -> list[float]:
 def figures(events: list[Any]) -> dict[str, Any]:
     """A run's figures from its log: rounds, calls (and the compaction's summary calls), the largest
     prompt and call in the engine's tokens, the prompts that left messages out, and per block of 10
-    rounds (a quarter of the run when it has fewer than 20) the mean seconds a round and the mean
-    prompt of its calls: both flat once the history fills the window."""
+    rounds (a quarter of the run when it has fewer than 20) the mean seconds a round, the mean prompt
+    of its calls (flat once the history fills the window) and the tokens the model wrote a round."""
     calls = [e for e in events if e.kind == LLM_CALL and "response" in e.data]
     usage = [c.data["response"].get("usage") or {} for c in calls]
     prompts = [int(u.get("prompt_tokens", 0)) for u in usage]
@@ -112,6 +118,9 @@ def figures(events: list[Any]) -> dict[str, Any]:
     by_round: dict[int, list[int]] = {}
     for call, tokens in zip(calls, prompts, strict=True):
         by_round.setdefault(call.round, []).append(tokens)
+    answers: dict[int, int] = {}
+    for call, u in zip(calls, usage, strict=True):
+        answers[call.round] = answers.get(call.round, 0) + int(u.get("completion_tokens", 0))
     round_prompts = [statistics.mean(by_round.get(r, [0])) for r in range(1, len(rounds) + 1)]
     fitted = [e for e in events if e.kind == HISTORY_FITTED]
     return {
@@ -124,6 +133,9 @@ def figures(events: list[Any]) -> dict[str, Any]:
         # the first block includes loading the model
         "round_seconds_by_block": _blocks(per_round, block),
         "prompt_tokens_by_block": [round(t) for t in _blocks(round_prompts, block)],
+        # the tokens the model wrote a round: what a round's time follows, once its prompts are flat
+        "answer_tokens_by_block": [round(t) for t in _blocks([answers.get(r, 0) for r in range(1, len(rounds) + 1)],
+                                                             block)],
     }
 
 
