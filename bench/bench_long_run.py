@@ -8,11 +8,11 @@ conversation and each action gets the history), on SmolLM2-135M-Instruct via
 ``run_sync(n_round=...)``. Before rolecast fitted prompts to the window, this run died after
 about 8 of 24 rounds on ``n_ctx: 1024`` ("request exceeds the available context size").
 
-For each side it reports the rounds run, the model calls, the largest logged call (prompt +
-answer tokens, as the engine counted them), the earlier messages prompts left out, and the time
-per round over the run (means of the first and last tenth, and per tenth): flat, not growing
-with the history. ``--check`` exits 1 when a side ran fewer rounds than asked or logged a call
-over the window. Writes ``bench/results/long_run.json``.
+For each side it reports the rounds run, the model calls (and the compaction's summary calls),
+the largest logged prompt and call (prompt + answer tokens, as the engine counted them), the
+earlier messages prompts left out, and the time per round over the run (the mean of each block of
+10 rounds): flat once the history fills the window, not growing with it. ``--check`` exits 1
+when a side ran fewer rounds than asked or logged a call over the window. Writes ``bench/results/long_run.json``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from rolecast.core.settings import LLMSettings  # noqa: E402
 from rolecast.runs.events import HISTORY_FITTED, LLM_CALL, ROUND_FINISHED, RUN_STARTED  # noqa: E402
 from rolecast.runs.store import SQLiteRunStore  # noqa: E402
 from roles import Role  # noqa: E402
-from roles.fitting import Compaction  # noqa: E402
+from roles.fitting import COMPACTED, Compaction  # noqa: E402
 
 TOPIC = "Should cities ban cars from their centres?"
 
@@ -73,39 +73,69 @@ def debater(name: str, side: str) -> Role:
                    watch=[UserRequirement, Argue, Rebut], react_mode="react", max_react_loop=1)
 
 
-def one_side(n_round: int, n_ctx: int, compaction: bool, max_tokens: int, store_path: Path) -> dict[str, Any]:
-    from rolecast.llm.local.provider import LocalLLM
+def one_side(n_round: int, n_ctx: int, compaction: Compaction | None, max_tokens: int, store_path: Path,
+             llm: Any = None) -> dict[str, Any]:
+    """One run of the debate (on ``llm``, else the embedded model with ``n_ctx``) and its figures."""
+    if llm is None:
+        from rolecast.llm.local.provider import LocalLLM
 
-    llm = LocalLLM(n_ctx=n_ctx, settings=LLMSettings(max_tokens=max_tokens) if max_tokens else None)
+        llm = LocalLLM(n_ctx=n_ctx, settings=LLMSettings(max_tokens=max_tokens) if max_tokens else None)
     store = SQLiteRunStore(store_path)
     team = Team(llm=llm, roles=[debater("Ada", "for"), debater("Ben", "against")], store=store,
-                compaction=Compaction() if compaction else None)
+                compaction=compaction)
     team.invest(1.0)
+    # the process's CPU seconds (the engine's threads included) at each round's end: on a shared machine
+    # a round's wall time follows the load, its CPU time what the round asked of the model
+    cpu = [time.process_time()]
+    team.run_log.subscribe(lambda event: cpu.append(time.process_time()) if event.kind == ROUND_FINISHED else None)
     started = time.perf_counter()
     team.run_sync(n_round=n_round, idea=TOPIC, send_to="Ada")
     wall = time.perf_counter() - started
-    events = list(store.events(team.run_id))
+    found = figures(list(store.events(team.run_id)))
+    per_round = [b - a for a, b in itertools.pairwise(cpu)]
+    return {"compaction": compaction.share if compaction else False, "n_ctx": llm.context_window,
+            "max_tokens": int(llm._effective(llm.settings, None).max_tokens or 0), **found,
+            "round_cpu_seconds_by_block": _blocks(per_round, found["rounds_per_block"]), "seconds": round(wall, 1)}
+
+
+def _blocks(values: list[float], size: int) -> list[float]:
+    return [round(statistics.mean(values[i:i + size]), 2) for i in range(0, len(values), size)]
+
+
+def figures(events: list[Any]) -> dict[str, Any]:
+    """A run's figures from its log: rounds, calls (and the compaction's summary calls), the largest
+    prompt and call in the engine's tokens, the prompts that left messages out, and per block of 10
+    rounds (a quarter of the run when it has fewer than 20) the mean seconds a round, the mean prompt
+    of its calls (flat once the history fills the window) and the tokens the model wrote a round."""
     calls = [e for e in events if e.kind == LLM_CALL and "response" in e.data]
-    sizes = [int(u.get("prompt_tokens", 0)) + int(u.get("completion_tokens", 0))
-             for u in (c.data["response"].get("usage") or {} for c in calls)]
+    usage = [c.data["response"].get("usage") or {} for c in calls]
+    prompts = [int(u.get("prompt_tokens", 0)) for u in usage]
+    sizes = [p + int(u.get("completion_tokens", 0)) for p, u in zip(prompts, usage, strict=True)]
     rounds = [e for e in events if e.kind == ROUND_FINISHED]
     start_ts = next(e.ts for e in events if e.kind == RUN_STARTED)
-    ends = [start_ts, *(e.ts for e in rounds)]
-    per_round = [b - a for a, b in itertools.pairwise(ends)]
-    tenth = max(1, len(per_round) // 10)
+    per_round = [b - a for a, b in itertools.pairwise([start_ts, *(e.ts for e in rounds)])]
+    block = 10 if len(per_round) >= 20 else max(1, len(per_round) // 4)
+    by_round: dict[int, list[int]] = {}
+    for call, tokens in zip(calls, prompts, strict=True):
+        by_round.setdefault(call.round, []).append(tokens)
+    answers: dict[int, int] = {}
+    for call, u in zip(calls, usage, strict=True):
+        answers[call.round] = answers.get(call.round, 0) + int(u.get("completion_tokens", 0))
+    round_prompts = [statistics.mean(by_round.get(r, [0])) for r in range(1, len(rounds) + 1)]
     fitted = [e for e in events if e.kind == HISTORY_FITTED]
-    summaries = [c for c in calls if "Summarise the conversation" in json.dumps(c.data.get("request", ""))]
     return {
-        "compaction": compaction, "n_ctx": n_ctx, "max_tokens": max_tokens or llm.default_max_tokens,
-        "rounds": len(rounds),
-        "calls": len(calls), "summary_calls": len(summaries), "largest_call_tokens": max(sizes, default=0),
+        "rounds": len(rounds), "calls": len(calls),
+        "summary_calls": sum(c.data.get("action") == COMPACTED for c in calls),
+        "largest_prompt_tokens": max(prompts, default=0), "largest_call_tokens": max(sizes, default=0),
         "prompts_that_left_messages_out": len(fitted),
         "most_left_out": max((int(e.data.get("omitted", 0)) for e in fitted), default=0),
-        "seconds": round(wall, 1),
-        "round_seconds_first_tenth": round(statistics.mean(per_round[:tenth]), 2) if per_round else None,
-        "round_seconds_last_tenth": round(statistics.mean(per_round[-tenth:]), 2) if per_round else None,
-        "round_seconds_by_tenth": [round(statistics.mean(per_round[i:i + tenth]), 2)
-                                   for i in range(0, len(per_round), tenth)],
+        "rounds_per_block": block,
+        # the first block includes loading the model
+        "round_seconds_by_block": _blocks(per_round, block),
+        "prompt_tokens_by_block": [round(t) for t in _blocks(round_prompts, block)],
+        # the tokens the model wrote a round: what a round's time follows, once its prompts are flat
+        "answer_tokens_by_block": [round(t) for t in _blocks([answers.get(r, 0) for r in range(1, len(rounds) + 1)],
+                                                             block)],
     }
 
 
@@ -115,14 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=8192, help="the embedded model's window (default: its default)")
     parser.add_argument("--max-tokens", type=int, default=0, help="an answer's room (0: the model's default, 512)")
     parser.add_argument("--compaction", choices=["off", "on", "both"], default="both")
+    parser.add_argument("--share", type=float, default=Compaction.share,
+                        help="compaction's share of the window (default: Compaction's own, 0.6)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every round ran within the window")
+    parser.add_argument("--store", type=Path, help="keep the runs' logs (NAME-0.db, NAME-1.db …) to look at")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "long_run.json")
     args = parser.parse_args(argv)
     sides = {"off": [False], "on": [True], "both": [False, True]}[args.compaction]
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for i, compaction in enumerate(sides):
-            result = one_side(args.n_round, args.n_ctx, compaction, args.max_tokens, Path(folder) / f"runs{i}.db")
+            store = args.store.with_name(f"{args.store.stem}-{i}{args.store.suffix}") if args.store else None
+            chosen = Compaction(share=args.share) if compaction else None
+            result = one_side(args.n_round, args.n_ctx, chosen, args.max_tokens,
+                              store or Path(folder) / f"runs{i}.db")
             print(json.dumps(result), flush=True)
             results.append(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)

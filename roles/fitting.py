@@ -26,6 +26,7 @@ from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, Messages
 from rolecast.llm.window import ACTION_SHARE, SAFETY_TOKENS, ContextWindow, fit_to_window, omitted_note
 from rolecast.llm.window import answer_room as window_answer_room
+from rolecast.runs.log import acting
 
 from .prompts import STATE_TEMPLATE
 
@@ -202,7 +203,8 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
     fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
                                    window_answer_room(llm), purpose="compaction")
-    summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
+    with acting(COMPACTED):  # logged as the compaction's call (the studio marks it a summary)
+        summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
     replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
     digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
     message = Message(

@@ -141,3 +141,31 @@ def test_contention_benchmark_quick(tmp_path: Path) -> None:
     # loose: 0.3-0.6 measured on a shared 2-core machine (the busy process takes its share of ours); there
     # two threads made 2-8 tokens/s where one thread made 28-59 (1-minute load 5-11, 2026-11-26)
     assert ratio > 0.15, res["summary"]
+
+
+def test_long_run_benchmark_small(tmp_path: Path) -> None:
+    """bench/bench_long_run.py's debate on a scripted model with a 1,024-token window: 30 rounds run, no
+    call outgrows the window, prompts stop growing once the history fills it, and compaction summarises."""
+    import bench_long_run
+
+    from rolecast.testing import FunctionLLM
+
+    def model() -> FunctionLLM:
+        def answer(messages, call):
+            if call.kind == "choose":
+                return "1"
+            if messages[-1]["content"].startswith("Summarise the conversation"):
+                return "Both sides argued about cars, air and shops in the centre."
+            return "Cars crowd the centre, foul its air and slow its buses; the shops would gain from walkers. " * 2
+
+        return FunctionLLM(answer, context_window=1024)
+
+    off, on = (bench_long_run.one_side(30, 0, compaction, 0, tmp_path / f"runs-{i}.db", llm=model())
+               for i, compaction in enumerate([None, bench_long_run.Compaction(share=0.6)]))
+    for side in (off, on):
+        assert side["rounds"] == 30 and side["calls"] >= 60 and side["largest_call_tokens"] <= 1024
+        blocks = side["prompt_tokens_by_block"]
+        assert side["rounds_per_block"] == 10 and len(blocks) == 3
+        assert blocks[-1] <= 1.1 * blocks[1]  # flat, not growing with the history (counted, not timed)
+    assert off["prompts_that_left_messages_out"] > 0 and off["summary_calls"] == 0
+    assert on["summary_calls"] > 0

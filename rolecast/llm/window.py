@@ -284,14 +284,17 @@ async def fit_to_window(
     if fitted.omitted > n - keep:
         fitted = Fitted(list(range(n - keep, n)), n - keep, fitted.budget, sum(costs[n - keep:]) + keep)
     if fitted.omitted:
-        record_fitted(purpose, fitted, window, max_tokens, what=what, role=role)
+        history_tokens = sum(costs) + n
+        record_fitted(purpose, fitted, window, max_tokens, what=what, role=role,
+                      tokens=(history_tokens, history_tokens - fitted.used))
     return fitted.omitted
 
 
 def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *, what: str = "message",
-                  role: Any = None) -> None:
+                  role: Any = None, tokens: tuple[int, int] | None = None) -> None:
     """A ``history_fitted`` event in the run log (``rolecast runs show`` and the studio list it), for
-    ``role`` (a role: its name and its team's log; a name, or None: the running turn's log)."""
+    ``role`` (a role: its name and its team's log; a name, or None: the running turn's log);
+    ``tokens``: the whole history's tokens and those left out, when they were counted."""
     meter = current_meter()
     log, name = meter.run_log, meter.role or ""
     if isinstance(role, str):
@@ -302,6 +305,7 @@ def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *,
         log.emit(HISTORY_FITTED, {
             "purpose": purpose, "kept": len(fitted.kept), "omitted": fitted.omitted, "unit": what,
             "window": window, "budget": fitted.budget, "max_tokens": max_tokens,
+            **({"history_tokens": tokens[0], "omitted_tokens": tokens[1]} if tokens else {}),
         }, role=name)
 
 

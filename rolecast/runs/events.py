@@ -71,7 +71,7 @@ TURN_STARTED = "turn_started"
 STATE_INVALID = "state_invalid"
 TURN_FINISHED = "turn_finished"
 #: a prompt left out older messages to fit the model's context window
-#: ({"purpose", "kept", "omitted", "window", "budget", "max_tokens"})
+#: ({"purpose", "kept", "omitted", "unit", "window", "budget", "max_tokens", "history_tokens", "omitted_tokens"})
 HISTORY_FITTED = "history_fitted"
 TURN_FAILED = "turn_failed"
 ROUND_FINISHED = "round_finished"
@@ -227,10 +227,15 @@ class HistoryFittedData(TypedDict, total=False):
     #: the newest messages it kept, and the earlier ones it left out
     kept: int
     omitted: int
+    #: what was counted: "message" (a history), "step" (a loop's scratchpad), "task result" …
+    unit: str
     #: the model's context window, the tokens the history could use, the answer's room
     window: int
     budget: int
     max_tokens: int
+    #: the whole history's tokens, and those of the messages left out (the model's count)
+    history_tokens: int
+    omitted_tokens: int
 
 
 class StateInvalidData(TypedDict, total=False):

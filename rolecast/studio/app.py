@@ -82,6 +82,8 @@ def _templates() -> jinja2.Environment:
     env.filters["short"] = lambda s, n=120: (s if len(s) <= n else s[: n - 1] + "…") if isinstance(s, str) else s
     env.globals["source_of"] = shape.source_of
     env.globals["call_title"] = shape.call_title
+    env.globals["is_summary"] = shape.is_summary
+    env.globals["fitted_note"] = shape.fitted_note
     env.globals["long_message"] = LONG_MESSAGE
     return env
 

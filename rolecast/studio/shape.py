@@ -99,15 +99,51 @@ def source_of(call: dict[str, Any], round: int = 0, fork_at: int | None = None) 
 _CALL_PURPOSE = {"choose": "choose the next action", "embed": "embed text", "complete": "a call outside an action"}
 
 
+#: the action a compaction's summary call is logged under (``roles.fitting.COMPACTED``)
+COMPACTION = "rolecast.compaction"
+
+
+def is_summary(call: dict[str, Any]) -> bool:
+    """Whether a logged model call wrote a compaction's summary of a role's earlier messages."""
+    return call.get("action") == COMPACTION
+
+
 def call_title(call: dict[str, Any]) -> str:
     """A logged model call's title: its action, or what a call made in no action was for (a state
     choice: "choose the next action"), never an empty one."""
+    if is_summary(call):
+        return "summary of earlier messages (compaction)"
     action = call.get("action")
     if action:
         return str(action)
     request = call.get("request")
     kind = request.get("kind") if isinstance(request, dict) else None
     return _CALL_PURPOSE.get(str(kind), "no action")
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def fitted_note(data: dict[str, Any]) -> str:
+    """What a ``history_fitted`` event says, in words: which prompt left out how many earlier messages
+    (and their tokens of the history's, when logged), how many it kept, and the window it fits."""
+    purpose = str(data.get("purpose") or "a prompt")
+    which = {"state": "the state prompt", "compaction": "the summary's prompt"}.get(purpose)
+    if which is None:
+        which = f"{purpose.removeprefix('action ')}'s history" if purpose.startswith("action ") else purpose
+    omitted = _int(data.get("omitted")) or 0
+    unit = str(data.get("unit") or "message")
+    out = f"{which}: {omitted:,} earlier {unit}{'' if omitted == 1 else 's'} left out"
+    left, total = _int(data.get("omitted_tokens")), _int(data.get("history_tokens"))
+    if left is not None and total:
+        out += f" ({left:,} of {total:,} tokens)"
+    kept, window = _int(data.get("kept")), _int(data.get("window"))
+    if kept is not None:
+        out += f", {kept:,} kept"
+    if window:
+        out += f" to fit the {window:,}-token window"
+    return out
 
 
 # ------------------------------------------------------------------------ graph
@@ -295,5 +331,5 @@ def _call_divergence(left: list[tuple[int, int, str, str, str]], right: list[tup
     return min(found, key=lambda f: (f[0], f[3] or f[4] or 0)) if found else None
 
 
-__all__ = ["Comparison", "Graph", "RoundGroup", "Row", "Turn", "call_title", "colours", "compare", "graph", "group",
-           "source_of"]
+__all__ = ["COMPACTION", "Comparison", "Graph", "RoundGroup", "Row", "Turn", "call_title", "colours", "compare",
+           "fitted_note", "graph", "group", "is_summary", "source_of"]
