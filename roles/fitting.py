@@ -188,23 +188,32 @@ def compacted_view(history: Sequence[Message]) -> list[Message]:
     return list(history)
 
 
+def summary_tokens(words: int) -> int:
+    """The answer room a summary of at most ``words`` words gets: two tokens a word, and a little more."""
+    return 2 * words + 32
+
+
 async def compact(role: Role, compaction: Compaction) -> Message | None:
     """Summarise the role's older messages when its history passes the share of the window: the
     summary (a marked message added to memory, see :func:`compacted_view`), or None when not needed."""
     history = compacted_view(role.rc.history)
-    if len(history) <= compaction.keep + 1:
+    older = history[: len(history) - compaction.keep]
+    # a summary again only once ``keep`` new messages have aged past the kept ones: a summary and the kept
+    # messages may pass the share by themselves on a small window, and must not be summarised every turn
+    if sum(1 for m in older if m.cause_by != COMPACTED) < compaction.keep:
         return None
     llm = compaction.model_for(role)
     window = role.llm.context_window
     tokens = sum(await role.llm.count_texts([str(m) for m in history])) + len(history)
     if tokens <= compaction.share * window:
         return None
-    older = history[: len(history) - compaction.keep]
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
+    # the answer's room is what ``words`` words take (a small model writes on to max_tokens otherwise)
+    room = min(window_answer_room(llm), summary_tokens(compaction.words))
     fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
-                                   window_answer_room(llm), purpose="compaction")
+                                   room, purpose="compaction")
     with acting(COMPACTED):  # logged as the compaction's call (the studio marks it a summary)
-        summary = (await llm.ask(prompt.format(history=fitted.text()))).strip()
+        summary = (await llm.ask(prompt.format(history=fitted.text()), settings={"max_tokens": room})).strip()
     replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
     digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
     message = Message(
@@ -217,4 +226,5 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
 
 
 __all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
-           "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt"]
+           "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt",
+           "summary_tokens"]

@@ -25,7 +25,7 @@ from rolecast.runs.inspection import show_run
 from rolecast.runs.store import SQLiteRunStore
 from rolecast.testing import FunctionLLM, ScriptedLLM, allow_model_requests
 from roles import Role
-from roles.fitting import COMPACTED, Compaction
+from roles.fitting import COMPACTED, Compaction, summary_tokens
 
 
 class Argue(Action):
@@ -220,3 +220,27 @@ async def test_a_reask_after_a_long_unusable_answer_still_fits_the_window():
     sizes = [len(call.messages) for call in llm.calls]
     assert sizes[0] == 1 and all(size <= 3 for size in sizes)  # never all three failed turns at once
     assert llm.calls[-1].messages[0]["content"] == prompt  # the question itself is never cut
+
+
+async def test_a_summary_that_ignores_its_word_limit_does_not_make_compaction_run_every_turn(tmp_path):
+    # SmolLM2 writes on to max_tokens whatever "at most 40 words" says: the summary's answer room is what
+    # the words take, and a summary is made again only once `keep` more messages have aged
+    seen: list = []
+
+    def answer(messages, call):
+        seen.append((messages, call))
+        if call.kind == "choose":
+            return str(len(seen) % 2)
+        if "Summarise the conversation" in messages[-1]["content"]:
+            return "summary " * call.settings.max_tokens
+        return f"Point {len(seen)}: cars crowd the streets, so the centre should be free. " * 2
+
+    team = Team(llm=FunctionLLM(answer, context_window=1024), roles=[debater("Ada"), debater("Ben")], store=None,
+                compaction=Compaction(share=0.3, keep=3, words=40))
+    await team.run(n_round=16, idea="Ban cars from city centres?")
+    summaries = [c for m, c in seen if "Summarise the conversation" in m[-1]["content"]]
+    turns = [c for m, c in seen if c.kind != "choose" and "Summarise the conversation" not in m[-1]["content"]]
+    assert summaries and all(c.settings.max_tokens <= summary_tokens(40) for c in summaries)
+    # a role hears two messages a round: one summary per `keep` (3) of them at most — 14 of 32 turns here,
+    # where each summary passing the share again made one nearly every turn (26 of 32)
+    assert len(summaries) <= len(turns) // 2
