@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from enum import Enum
@@ -173,10 +172,12 @@ class MessageQueue:
     __slots__ = ("_base", "_credit", "_epoch", "_ignored", "_ledger", "_listener", "_owner", "_queue", "screened")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
-        # an empty inbox holds no deque (an empty deque is a 760-byte block, and most of a large
-        # simulation's inboxes are empty most of the time): one is made by the first message that
-        # arrives, and let go when the role reads them all (bench/bench_scale.py)
-        self._queue: deque[Message] | tuple[()] = deque(messages) or _NO_MESSAGES
+        # an empty inbox holds no list: one is made by the first message that arrives, and let go when
+        # the role reads them all. A list, not a deque: a deque is a 760-byte block however few it
+        # holds, and at the end of each round every agent of a large simulation holds a few
+        # (bench/bench_scale.py, 10,000 agents: 760 -> ~120 bytes an agent); the framework reads an
+        # inbox whole (pop_all), so pop()'s shifting the rest only touches what MetaGPT's API pops
+        self._queue: list[Message] | tuple[()] = list(messages) or _NO_MESSAGES
         self._ignored = 0  # messages received that the role cannot react to (not kept)
         self._listener: Callable[..., None] | None = None
         self._owner: Any = None  # given to the listener first, when set (see set_listener)
@@ -262,11 +263,11 @@ class MessageQueue:
             ),
         )
 
-    def _writable(self) -> deque[Message]:
+    def _writable(self) -> list[Message]:
         queue = self._queue
-        if type(queue) is not deque:  # (the empty tuple, also after a copy or a pickle)
-            queue = self._queue = deque()
-        return queue  # type: ignore[return-value]  # (a deque once it is not the empty tuple)
+        if type(queue) is not list:  # (the empty tuple, also after a copy or a pickle)
+            queue = self._queue = []
+        return queue  # type: ignore[return-value]  # (a list once it is not the empty tuple)
 
     def push(self, message: Message) -> None:
         queue = self._writable()
@@ -278,9 +279,9 @@ class MessageQueue:
     def push_screened(self, message: Message) -> None:
         """:meth:`push` a message the role has checked it can react to (see :attr:`screened`)."""
         queue = self._queue
-        if type(queue) is not deque:
+        if type(queue) is not list:
             queue = self._writable()
-        queue.append(message)  # type: ignore[union-attr]  # (a deque now)
+        queue.append(message)  # type: ignore[union-attr]  # (a list now)
         if len(queue) == 1:
             listener = self._listener  # (_tell, inlined: every delivery comes here)
             if listener is not None:
@@ -304,7 +305,12 @@ class MessageQueue:
     def pop(self) -> Message | None:
         """The oldest readable message, or None."""
         queue = self._queue
-        return queue.popleft() if queue else None  # type: ignore[union-attr]  # (not empty: a deque)
+        if not queue:
+            return None
+        message = queue.pop(0)  # type: ignore[union-attr]  # (not empty: a list)
+        if not queue:
+            self._queue = _NO_MESSAGES
+        return message
 
     def pop_all(self) -> list[Message]:
         """Every readable message, oldest first."""
@@ -337,7 +343,8 @@ class MessageQueue:
 
     def requeue(self, messages: list[Message]) -> None:
         """Put ``messages`` back at the front, in order (a failed turn's input, read again next time)."""
-        self._writable().extendleft(reversed(messages))
+        queue = self._writable()
+        queue[:0] = messages
         self.screened = False
         if messages and self._listener is not None:
             self._tell(True)
