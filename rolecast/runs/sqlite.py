@@ -275,7 +275,8 @@ class SQLiteRunStore(RunStore):
             "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
         )
         texts = new_texts(events)
-        if texts:
+        if texts:  # in key order: a batch's keys that share a page of the index update it together
+            texts.sort()
             self._db.executemany("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", texts)
         journal = self._journal
         if journal is None:
