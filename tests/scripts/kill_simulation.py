@@ -21,13 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-import simulation  # noqa: E402
+import simulation
 
-from rolecast.testing import FunctionLLM  # noqa: E402
+from rolecast.testing import FunctionLLM
 
 
 def main() -> None:
-    store, run_id, agents, rounds, calls_file = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    store, run_id, calls_file = sys.argv[1], sys.argv[2], sys.argv[5]
+    agents, rounds = int(sys.argv[3]), int(sys.argv[4])
     kill_after = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     calls = os.open(calls_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
