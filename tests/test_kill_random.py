@@ -76,7 +76,6 @@ def test_a_run_killed_at_random_moments_resumes_repeating_nothing_finished(tmp_p
             kills += 1
         else:
             assert crashed.returncode == 0, crashed.stderr[-3000:]
-    print("seed", seed, "kills", kills, "calls", _lines(calls), calls_ref)
     history, totals = _result(_run(db, "sim", calls))
 
     strip = [{k: m[k] for k in ("from", "content", "to")} for m in history]

@@ -92,14 +92,18 @@ def chunks(text: str) -> list[str]:
     return pieces
 
 
+#: how many text keys a log remembers having sent, per generation (see SentTexts)
+SENT_TEXTS_KEPT = 1 << 16
+
+
 class SentTexts:
     """The keys of the texts a log has sent to its store (a text goes with the first call that uses
     it), remembered up to a bound: two generations of at most ``limit`` keys each, the older one
     forgotten when the newer fills, a key found there kept. A text sent again once forgotten is one
     the store has already, and ignores; the log's memory stays bounded in a run of any length."""
 
-    def __init__(self, limit: int = 1 << 16):
-        self.limit = limit
+    def __init__(self, limit: int | None = None):
+        self.limit = SENT_TEXTS_KEPT if limit is None else limit
         self._new: set[str] = set()
         self._old: set[str] = set()
 
@@ -196,6 +200,8 @@ def storable(text: str) -> str:
     Only the shown text changes: the key is the original's."""
     if "\0" in text:
         text = text.replace("\0", "\ufffd")
+    if text.isascii():  # (no surrogate: nothing to check)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -311,6 +317,6 @@ def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
 
 
 __all__ = [
-    "CHUNKED_FROM", "CONSTRAINTS", "MESSAGE_EXTRAS", "CallRequest", "SentTexts", "chunks", "encode_request", "keys_of",
-    "new_texts", "request_of", "requests_of", "storable", "text_key",
+    "CHUNKED_FROM", "CONSTRAINTS", "MESSAGE_EXTRAS", "SENT_TEXTS_KEPT", "CallRequest", "SentTexts", "chunks",
+    "encode_request", "keys_of", "new_texts", "request_of", "requests_of", "storable", "text_key",
 ]
