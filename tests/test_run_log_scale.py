@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from rolecast.runs import journal, log as run_log, requests
+from rolecast.runs import journal, requests
+from rolecast.runs import log as run_log
 from rolecast.runs.requests import SentTexts, requests_of
 from rolecast.runs.store import LLM_CALL, MESSAGE, SQLiteRunStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import simulation  # noqa: E402
+import simulation
 
 
 def _said(history) -> list[tuple[str, str, list[str]]]:
