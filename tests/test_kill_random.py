@@ -28,9 +28,10 @@ SCRIPT = Path(__file__).parent / "scripts" / "kill_simulation.py"
 AGENTS, ROUNDS = 120, 6
 
 
-def _run(db: Path, run_id: str, calls: Path, kill_after: float = 0.0) -> subprocess.CompletedProcess[str]:
+def _run(db: Path, run_id: str, calls: Path, kill_after: float = 0.0, batch: int = 0) -> subprocess.CompletedProcess:
+    args = [str(db), run_id, str(AGENTS), str(ROUNDS), str(calls), str(kill_after), str(batch)]
     return subprocess.run(
-        [sys.executable, str(SCRIPT), str(db), run_id, str(AGENTS), str(ROUNDS), str(calls), str(kill_after)],
+        [sys.executable, str(SCRIPT), *args],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=180,
     )
 
@@ -63,20 +64,22 @@ def reference(tmp_path_factory):
     return history, per_turn, _lines(tmp / "calls.txt"), totals
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_a_run_killed_at_random_moments_resumes_repeating_nothing_finished(tmp_path, reference, seed):
+# (batch 50: a round of 120 turns is written in batches of 50 events, the journal emptied past 16 KiB:
+# a kill also meets a batch written mid-round and a journal just emptied)
+@pytest.mark.parametrize(("seed", "batch"), [(1, 0), (2, 0), (3, 50), (4, 50)])
+def test_a_run_killed_at_random_moments_resumes_repeating_nothing_finished(tmp_path, reference, seed, batch):
     history_ref, per_turn_ref, calls_ref, totals_ref = reference
     rng = random.Random(seed)
     db, calls = tmp_path / "runs.db", tmp_path / "calls.txt"
     kills = 0
     for _ in range(2):  # killed, then killed again while it resumes
         # (the run's own time, from when its team starts; a kill after its end finds it finished)
-        crashed = _run(db, "sim", calls, kill_after=rng.uniform(0.02, 1.2 * totals_ref["wall"]))
+        crashed = _run(db, "sim", calls, kill_after=rng.uniform(0.02, 1.2 * totals_ref["wall"]), batch=batch)
         if crashed.returncode == -signal.SIGKILL:
             kills += 1
         else:
             assert crashed.returncode == 0, crashed.stderr[-3000:]
-    history, totals = _result(_run(db, "sim", calls))
+    history, totals = _result(_run(db, "sim", calls, batch=batch))
 
     strip = [{k: m[k] for k in ("from", "content", "to")} for m in history]
     assert strip == [{k: m[k] for k in ("from", "content", "to")} for m in history_ref]
