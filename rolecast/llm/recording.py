@@ -7,29 +7,24 @@ log keeps a compact, readable summary of the request beside it (the last message
 the size), not the whole prompt: prompts carry the history and would make the log
 grow with the square of the run's length.
 
-The text hashed is :func:`~rolecast.runs.log.fingerprint`'s — ``json.dumps(request,
+The text hashed is :func:`~rolecast.runs.calls.fingerprint`'s — ``json.dumps(request,
 sort_keys=True, ensure_ascii=False, default=str)`` of ``{"kind", "messages", each parameter
 given}`` (a pydantic value, such as the call's settings, as its ``model_dump(exclude_none=True)``),
-so a run logged by an earlier version still resumes.
+so a run logged by an earlier version still resumes (:func:`~rolecast.runs.calls.request_fingerprint`
+writes that text without building the request).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
-from ..runs.log import fingerprint
+from ..runs.calls import request_fingerprint
 
 REQUEST_PREVIEW = 2000  # characters of the last message kept in the log
 
 
 def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -> tuple[str, dict[str, Any]]:
     """The fingerprint of a call and the compact summary the log keeps."""
-    request: dict[str, Any] = {"kind": kind, "messages": messages}
-    for name, value in params.items():
-        if value is not None:
-            request[name] = value.model_dump(exclude_none=True) if isinstance(value, BaseModel) else value
     last = str(messages[-1].get("content") or "") if messages else ""
     system = ""
     for message in messages:
@@ -42,7 +37,7 @@ def describe_request(kind: str, messages: list[dict[str, Any]], **params: Any) -
         "system": system[:300],
         "last": last[-REQUEST_PREVIEW:],
     }
-    return fingerprint(request), summary
+    return request_fingerprint(kind, messages, params), summary
 
 
 __all__ = ["describe_request"]

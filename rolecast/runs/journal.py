@@ -81,9 +81,7 @@ def directory_for(db: Path) -> Path:
 _quote: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
-def _header(run_id: str, kind: str, round: int, role: str) -> str:
-    """A line's start, up to its time stamp."""
-    return f"[{_quote(run_id)},{_quote(kind)},{int(round)},{_quote(role)},"
+_TEXTS = _quote(TEXTS)
 
 
 class Journal:
@@ -95,9 +93,10 @@ class Journal:
         self.fd = fd
         self.size = 0  # bytes written
         self.folded = 0  # bytes whose events are in the database
-        # id(event) -> (event, where its line starts), for the events not yet in the database, in file order
-        self._open: dict[int, tuple[RunEvent, int]] = {}
-        self._headers: dict[tuple[str, str, int, str], str] = {}  # a line's start, per run, kind, round and role
+        # id(event) -> the event and where its line starts, for the events not yet in the database, in
+        # file order (two dicts: no object made per event, for the collector to count)
+        self._open: dict[int, RunEvent] = {}
+        self._starts: dict[int, int] = {}
         self._map: mmap.mmap | None = None
         self._grow(CHUNK_BYTES)
 
@@ -138,22 +137,17 @@ class Journal:
     @property
     def unfolded(self) -> list[RunEvent]:
         """The events written here and not yet in the database, in order."""
-        return [event for event, _ in self._open.values()]
+        return list(self._open.values())
 
     def write(self, events: Sequence[RunEvent]) -> None:
         """Append ``events``: durable (against the process dying) when this returns."""
-        headers = self._headers
         for event in events:
-            key = (event.run_id, event.kind, event.round, event.role)
-            header = headers.get(key)
-            if header is None:
-                if len(headers) >= 4096:
-                    headers.clear()
-                header = headers[key] = _header(*key)
-            line = f"{header}{float(event.ts)!r}]\t{event.text}\n"
+            # a line's header is [run_id, kind, round, role, ts] (the module's docstring); after the kind:
+            rest = f",{int(event.round)},{_quote(event.role)},{float(event.ts)!r}]\t"
+            run = _quote(event.run_id)
+            line = f"[{run},{_quote(event.kind)}{rest}{event.text}\n"
             if event.texts:  # the texts it refers to, in a line of their own just before it (same copy)
-                texts = f"{_header(event.run_id, TEXTS, event.round, event.role)}{float(event.ts)!r}]\t"
-                line = f"{texts}{encode_data(event.texts)}\n{line}"
+                line = f"[{run},{_TEXTS}{rest}{encode_data(event.texts)}\n{line}"
             if "\0" in line:  # (never in JSON text: recovery would take it for a copy cut short)
                 raise ValueError(f"a {event.kind} event's text holds a NUL byte")
             data = line.encode()
@@ -165,7 +159,8 @@ class Journal:
                 journal = self._map
                 assert journal is not None
             journal[start:end] = data
-            self._open[id(event)] = (event, start)
+            self._open[id(event)] = event
+            self._starts[id(event)] = start
             self.size = end
 
     def folded_with(self, events: Sequence[RunEvent]) -> int:
@@ -174,7 +169,7 @@ class Journal:
         if not self._open:
             return self.folded
         batch = {id(event) for event in events}
-        for key, (_, start) in self._open.items():
+        for key, start in self._starts.items():
             if key not in batch:
                 return start
         return self.size
@@ -184,6 +179,7 @@ class Journal:
         if self._open:
             for event in events:
                 self._open.pop(id(event), None)
+                self._starts.pop(id(event), None)
         self.folded = folded
 
     def cut(self) -> None:

@@ -19,7 +19,9 @@ schema, tools and settings), so concurrent roles may interleave differently than
 the recorded run.
 
 Writing is batched: events wait in the log until the end of the event loop's current
-turn and are then written to the store together, in one transaction. In an in-process
+turn and are then written to the store together, in one transaction — or, once
+:data:`BATCH_EVENTS` wait (a round of many roles, all answered in the same turn), at once: the
+log holds at most one batch, and the store writes big batches (a 100,000-role round in 25). In an in-process
 round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
 messages — wait for the next write instead: a model call's, or the round's end, which is
 written before any of the round's messages is delivered. The events that cannot be
@@ -41,17 +43,11 @@ broadcast run; see ``bench/bench_store.py``).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import threading
-import time
-import uuid
 import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from loguru import logger
@@ -60,23 +56,33 @@ from pydantic_core import PydanticSerializationError
 
 from ..errors import ReplayMismatch, ReplayMissing, UsageError
 from .base import RunStore
+from .calls import (
+    FullRequest,
+    RecordedCall,
+    acting,
+    canonical_json,
+    current_action,
+    enter_action,
+    exit_action,
+    fingerprint,
+    new_run_id,
+    quote_json,
+)
 from .events import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
     DURABLE_KINDS,
     FORMAT_VERSION,
-    LINEAGE,
     LLM_CALL,
     MESSAGE,
-    ROUND_FINISHED,
     RUN_STARTED,
     RunEvent,
     encode_data,
-    llm_call,
 )
 from .ids import check_run_id
 from .lease import Lease
-from .requests import encode_request
+from .loading import load_reuse, load_run
+from .requests import SentTexts, encode_request
 
 Mode = Literal["record", "resume", "replay"]
 #: when a model call is committed: with the other calls answered in the same turn of the event
@@ -93,95 +99,17 @@ def check_durability(durability: Any, where: str = "") -> Durability:
         raise UsageError(f'{given}: choose "batched" or "call"')
     return durability  # type: ignore[no-any-return]
 #: a model call durable in the store's journal reaches its database with the next write, or after
-#: this many seconds, or once this many events wait (see RunLog._flush_lazily)
+#: this many seconds (see RunLog._flush_lazily)
 LAZY_WRITE_S = 0.05
-LAZY_WRITE_EVENTS = 256
+#: once this many events wait, they are written at once (in the turn that queued the last one): what
+#: the log holds, and the store's journal, stay bounded in a round of any size, and the store writes
+#: them in batches big enough to be cheap per event (the texts' index is updated page by page)
+BATCH_EVENTS = 8192
 #: whether a log records each model call's full request (every message, by reference to the store's
 #: texts, and the settings) when its ``record_requests`` is not given: on. Off, a call keeps only its
 #: summary, as before payload format 3 (bench/bench_store.py measures both)
 RECORD_REQUESTS = True
 Subscriber = Callable[[RunEvent], None]
-#: a model call's request as the seam hands it to the log: its messages, its parameters (settings,
-#: stop, schema, tools, grammar, n_options …) and the max_tokens it was made with
-FullRequest = tuple[list[dict[str, Any]], dict[str, Any], int | None]
-
-
-def _full_fields(data: Any) -> dict[str, Any] | None:
-    """The full request's fields of a logged call's payload (None: logged before format 3)."""
-    if "messages" not in data:
-        return None
-    return {name: data[name] for name in ("messages", "settings", "constraints") if name in data}
-
-
-_ACTION: ContextVar[str] = ContextVar("rolecast_action", default="")
-
-
-def enter_action(name: str) -> Token[str]:
-    """The fast form of :func:`acting` (the hot path of every action run); undo with :func:`exit_action`."""
-    return _ACTION.set(name)
-
-
-def exit_action(token: Token[str]) -> None:
-    _ACTION.reset(token)
-
-
-def current_action() -> str:
-    """The name of the action running in this task ("" outside any action)."""
-    return _ACTION.get()
-
-
-@contextmanager
-def acting(name: str) -> Iterator[None]:
-    """Mark the running task as inside action ``name`` (model calls are logged with it)."""
-    token = _ACTION.set(name)
-    try:
-        yield
-    finally:
-        _ACTION.reset(token)
-
-
-def new_run_id() -> str:
-    """A fresh, sortable run id: UTC time plus a random suffix."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-
-
-# The canonical text of a request: ``json.dumps(request, sort_keys=True, ensure_ascii=False,
-# default=str)`` byte for byte (fingerprints logged by earlier versions still match). Requests are
-# trees built by the seam, never cyclic, so the cycle check is off. (CPython's private C encoder,
-# called directly, saved under 1 µs a call here: not worth a private API.)
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str, check_circular=False)
-
-
-#: a string as that encoder writes it (with its quotes)
-quote_json: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
-
-
-def canonical_json(value: Any) -> str:
-    """``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``, the text fingerprints hash."""
-    return _CANONICAL.encode(value)
-
-
-def fingerprint(request: dict[str, Any]) -> str:
-    """A stable hash of what a model call asked (the same request → the same fingerprint)."""
-    return hashlib.sha256(canonical_json(request).encode()).hexdigest()[:32]
-
-
-@dataclass
-class RecordedCall:
-    """A model call of the log: who asked, the request's fingerprint and text, and the answer."""
-
-    role: str
-    action: str
-    fingerprint: str
-    request: dict[str, Any]
-    response: dict[str, Any]
-    seq: int
-    cost: float = 0.0
-    model: str = ""
-    #: answered from another run's log (reuse), not paid for in this one
-    reused: bool = False
-    #: the full request's fields as logged (``messages``, ``settings``, ``constraints``; empty before format 3)
-    full: dict[str, Any] | None = None
 
 
 class RunLog:
@@ -229,7 +157,7 @@ class RunLog:
         #: log each model call's full request (every message, the settings; see rolecast.runs.requests)
         self.record_requests = RECORD_REQUESTS if record_requests is None else record_requests
         #: the keys of the texts this log sent to the store (each goes once, with the first call using it)
-        self._sent_texts: set[str] = set()
+        self._sent_texts = SentTexts()
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._later: asyncio.TimerHandle | None = None  # a lazy write of staged calls (see _flush_lazily)
@@ -243,75 +171,9 @@ class RunLog:
             self.lease = Lease(store, self.run_id).acquire()  # (RunInUse: another live process writes it)
             weakref.finalize(self, self.lease.release)  # a log dropped without its team's run ending
         if store is not None:
-            self._load(store, after_seq)
+            load_run(self, store, after_seq)
             if reuse is not None:
-                self._load_reuse(store, reuse)
-
-    # ------------------------------------------------------------------ loading
-    def _load(self, store: RunStore, after_seq: int) -> None:
-        for event in store.events(self.run_id):
-            if event.kind == LINEAGE:  # (where the run comes from: not something to re-execute)
-                self.lineage = event.data
-                if event.data.get("relation") == "fork":
-                    self.pinned_rounds = int(event.data.get("at") or 0)
-                continue
-            if event.kind == APPROVAL_REQUESTED:
-                self.approvals_asked[event.data["id"]] = event.data
-            elif event.kind == APPROVAL_DECIDED:  # (the first answer holds, as every reader shows it)
-                self.approvals_decided.setdefault(event.data["id"], event.data)
-            if event.seq <= after_seq:
-                continue  # before a checkpoint the team was restored from
-            self.recorded_events += 1
-            if event.kind == LLM_CALL and not event.data.get("error"):
-                data = llm_call(event)
-                self._calls[event.role].append(RecordedCall(
-                    event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                    dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
-                    reused="reused" in data, full=_full_fields(data),
-                ))
-            elif event.kind == MESSAGE:
-                message = event.data.get("message") or {}
-                self._messages[message.get("sent_from", "")].append(message)
-            elif event.kind == RUN_STARTED and not self.recorded_idea:
-                self.recorded_idea = str(event.data.get("idea") or "")
-            elif event.kind == ROUND_FINISHED:
-                self.finished_rounds = max(self.finished_rounds, event.round)
-        if self.recorded_events:
-            logger.info(
-                "run {}: {} recorded event(s), {} finished round(s); replaying them before going on",
-                self.run_id, self.recorded_events, self.finished_rounds,
-            )
-
-    def _load_reuse(self, store: RunStore, parent: str) -> None:
-        """The parent's answered calls, less those this run used already (a rerun resumed), by key."""
-        if parent == self.run_id:
-            raise UsageError("a run cannot reuse itself: run it again with the same run_id to resume it")
-        if self.lineage is not None and (self.lineage.get("relation"), self.lineage.get("parent")) != (
-                "reuse", parent):
-            raise UsageError(f"run {self.run_id!r} exists already with another origin ({self.lineage}); "
-                             f"give the rerun that reuses {parent!r} a new run id")
-        if self.recorded_events and self.lineage is None:
-            raise UsageError(f"run {self.run_id!r} exists already as a run of its own: give the rerun that "
-                             f"reuses {parent!r} a new run id")
-        used = {
-            e.data["reused"]["seq"] for e in store.events(self.run_id, [LLM_CALL]) if "reused" in e.data
-        }
-        found = 0
-        for event in store.events(parent, [LLM_CALL]):
-            data = llm_call(event)
-            if data.get("error") or event.seq in used:
-                continue
-            found += 1
-            call = RecordedCall(event.role, data.get("action", ""), data["fingerprint"], data.get("request", {}),
-                                dict(data["response"]), event.seq, data.get("cost", 0.0), data.get("model", ""),
-                                full=_full_fields(data))
-            self._reuse.setdefault((event.role, call.action, call.fingerprint), deque()).append(call)
-        if not found and not used and not store.has_run(parent):
-            raise UsageError(f"no run {parent!r} in the store to reuse")
-        if self.lineage is None:
-            self.lineage = {"relation": "reuse", "parent": parent}
-            self.emit(LINEAGE, self.lineage, force=True)
-        logger.info("run {}: {} answered call(s) of run {} to reuse", self.run_id, found, parent)
+                load_reuse(self, store, reuse)
 
     def hold_lease(self) -> None:
         """Take the run's lease again after :meth:`release_lease` (nothing when held, or without one)."""
@@ -362,7 +224,7 @@ class RunLog:
             event.seal()
         with self._lock:  # (a thread's event must not slip past a write taking the list)
             self._pending.append(event)
-        if event.kind in DURABLE_KINDS:
+        if event.kind in DURABLE_KINDS or len(self._pending) >= BATCH_EVENTS:
             self.flush()
         elif not self._held:
             self._flush_soon()
@@ -419,14 +281,14 @@ class RunLog:
 
     def _flush_lazily(self) -> None:
         """Staged calls (durable already, in the store's journal) go to the database with the next
-        write anyway, or within :data:`LAZY_WRITE_S`, or once :data:`LAZY_WRITE_EVENTS` wait: in a
+        write anyway, or within :data:`LAZY_WRITE_S`, or at once when :data:`BATCH_EVENTS` wait: in a
         sequential chain (each call waits for the one before, so every turn of the event loop holds
         one call) that is one transaction per many calls instead of one per call."""
+        if len(self._pending) >= BATCH_EVENTS:
+            self.flush()
+            return
         if self._flush_on is not None and not self._flush_on.is_closed():
             return  # a write this turn takes them along
-        if len(self._pending) >= LAZY_WRITE_EVENTS:
-            self._flush_soon()
-            return
         if self._later is not None:
             return
         try:

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .calls import dumped
+
 if TYPE_CHECKING:
     from .events import RunEvent
 
@@ -65,34 +67,6 @@ def text_key(text: str) -> str:
     return key
 
 
-# (the settings' type, its field values) -> the dict: a call's settings are often a new object
-# (``settings.merged(...)`` per call) holding the same values as the one before
-_settings_dicts: dict[tuple[Any, ...], dict[str, Any]] = {}
-
-
-def _settings_dict(value: BaseModel) -> dict[str, Any]:
-    """``value.model_dump(exclude_none=True)`` less an empty ``extra`` (the caller copies it), remembered
-    by the field values of settings without ``extra`` (a dict, which may change in place)."""
-    fields = value.__dict__
-    key: tuple[Any, ...] | None = None
-    if not fields.get("extra"):
-        key = (type(value), *[v for name, v in fields.items() if name != "extra"])
-        try:
-            found = _settings_dicts.get(key)
-        except TypeError:  # a field value that cannot be a key: dumped each time
-            key = found = None
-        if found is not None:
-            return found
-    dumped = value.model_dump(exclude_none=True)
-    if not dumped.get("extra"):
-        dumped.pop("extra", None)
-    if key is not None:
-        if len(_settings_dicts) >= 256:
-            _settings_dicts.clear()
-        _settings_dicts[key] = dumped
-    return dumped
-
-
 def chunks(text: str) -> list[str]:
     """``text`` cut where its own content says (content-defined chunking, by lines): a chunk ends after
     a line whose CRC-32 has its low bits set, once the chunk holds :data:`CHUNK_MIN` characters, or at
@@ -118,22 +92,60 @@ def chunks(text: str) -> list[str]:
     return pieces
 
 
-def _text_ref(content: str, sent: set[str], new: dict[str, str]) -> str | list[str]:
+#: how many text keys a log remembers having sent, per generation (see SentTexts)
+SENT_TEXTS_KEPT = 1 << 16
+
+
+class SentTexts:
+    """The keys of the texts a log has sent to its store (a text goes with the first call that uses
+    it), remembered up to a bound: two generations of at most ``limit`` keys each, the older one
+    forgotten when the newer fills, a key found there kept. A text sent again once forgotten is one
+    the store has already, and ignores; the log's memory stays bounded in a run of any length."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = SENT_TEXTS_KEPT if limit is None else limit
+        self._new: set[str] = set()
+        self._old: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._new:
+            return True
+        if key in self._old:
+            self.add(key)  # type: ignore[arg-type]
+            return True
+        return False
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def add(self, key: str) -> None:
+        if len(self._new) >= self.limit:
+            self._old, self._new = self._new, set()
+        self._new.add(key)
+
+
+def _text_ref(content: str, sent: SentTexts | set[str], new: dict[str, str]) -> str | list[str]:
     """The reference a message's text is kept under: its key, or (a long text) its chunks' keys; the
     texts not in ``sent`` go to ``new``."""
-    pieces = [content] if CHUNKED_FROM is None or len(content) <= CHUNKED_FROM else chunks(content)
+    if CHUNKED_FROM is None or len(content) <= CHUNKED_FROM:  # (the common case, kept short)
+        key = text_key(content)
+        if key not in sent:
+            sent.add(key)
+            new[key] = content
+        return key
     keys = []
-    for piece in pieces:
+    for piece in chunks(content):
         key = text_key(piece)
         if key not in sent:
             sent.add(key)
             new[key] = piece
         keys.append(key)
-    return keys[0] if len(pieces) == 1 else keys
+    return keys[0] if len(keys) == 1 else keys
 
 
 def encode_request(
-    messages: list[dict[str, Any]], params: Mapping[str, Any], max_tokens: int | None, sent: set[str],
+    messages: list[dict[str, Any]], params: Mapping[str, Any], max_tokens: int | None,
+    sent: SentTexts | set[str],
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """A call's request as the payload's fields (``messages``, ``settings``, ``constraints``) and the
     texts among them not in ``sent`` (then added to it): what goes to the store with the event.
@@ -162,7 +174,7 @@ def encode_request(
         if value is None:
             continue
         if name == "settings" and isinstance(value, BaseModel):
-            settings.update(_settings_dict(value))
+            settings.update(dumped(value).logged)
         elif name in CONSTRAINTS:
             text = value if type(value) is str else json.dumps(value, sort_keys=True, default=str)
             key = text_key(text)
@@ -188,6 +200,8 @@ def storable(text: str) -> str:
     Only the shown text changes: the key is the original's."""
     if "\0" in text:
         text = text.replace("\0", "\ufffd")
+    if text.isascii():  # (no surrogate: nothing to check)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -303,6 +317,6 @@ def _request(data: Mapping[str, Any], texts: Mapping[str, str]) -> CallRequest:
 
 
 __all__ = [
-    "CHUNKED_FROM", "CONSTRAINTS", "MESSAGE_EXTRAS", "CallRequest", "chunks", "encode_request", "keys_of",
-    "new_texts", "request_of", "requests_of", "storable", "text_key",
+    "CHUNKED_FROM", "CONSTRAINTS", "MESSAGE_EXTRAS", "SENT_TEXTS_KEPT", "CallRequest", "SentTexts", "chunks",
+    "encode_request", "keys_of", "new_texts", "request_of", "requests_of", "storable", "text_key",
 ]

@@ -1,0 +1,99 @@
+"""The run log at scale: a round of many roles is written in bounded batches, the log remembers a
+bounded number of sent texts, and neither changes what the store holds or what the run says."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from rolecast.runs import journal, requests
+from rolecast.runs import log as run_log
+from rolecast.runs.requests import SentTexts, requests_of
+from rolecast.runs.store import LLM_CALL, MESSAGE, SQLiteRunStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import simulation
+
+
+def _said(history) -> list[tuple[str, str, list[str]]]:
+    return [(m.sent_from, m.content, sorted(m.send_to)) for m in history]
+
+
+def _simulate(agents: int, rounds: int, store: Path | None):
+    team = simulation.build_team(agents, llm=simulation.instant_model(), store=store)
+    try:
+        history, _ = asyncio.run(simulation.simulate(team, rounds))
+    finally:
+        team.close()
+    return history
+
+
+def test_a_round_of_many_roles_is_written_in_bounded_batches_and_the_journal_stays_small(tmp_path, monkeypatch):
+    # every turn of a round on the instant model runs in one turn of the event loop: the log must not
+    # hold the whole round (nor the journal grow with it) until the round's end
+    monkeypatch.setattr(run_log, "BATCH_EVENTS", 40)
+    monkeypatch.setattr(journal, "ROTATE_BYTES", 16 * 1024)
+    batches: list[int] = []
+    journal_sizes: list[int] = []
+    extend = SQLiteRunStore.extend
+
+    def spy(self, events):
+        batches.append(len(events))
+        if self._journal is not None:
+            journal_sizes.append(self._journal.size)
+        return extend(self, events)
+
+    monkeypatch.setattr(SQLiteRunStore, "extend", spy)
+    agents, rounds = 300, 2
+    history = _simulate(agents, rounds, tmp_path / "runs.db")
+
+    assert max(batches) <= 40  # (the round of 300 turns logs 600 events)
+    assert max(journal_sizes) < 16 * 1024 + 40 * 2048  # emptied once folded, never a whole round
+    assert _said(history) == _said(_simulate(agents, rounds, None))  # the store never changes the run
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    try:
+        run_id = store.runs()[0].run_id
+        assert len(list(store.events(run_id, [LLM_CALL]))) == agents * rounds
+        assert len(list(store.events(run_id, [MESSAGE]))) == 1 + agents * rounds
+    finally:
+        store.close()
+
+
+def test_the_sent_texts_a_log_remembers_are_bounded_and_every_request_still_reads_back_whole(tmp_path, monkeypatch):
+    kept = SentTexts(limit=3)
+    for key in "abcdefg":
+        kept.add(key)
+    assert len(kept) <= 6 and "g" in kept and "a" not in kept  # the oldest generation forgotten
+    assert "e" in kept and "e" in kept._new  # a key met in the older generation is kept on
+
+    # a log that remembers 8 texts at a time, on 40 agents (80 system prompts and posts a round): the
+    # texts it forgot are sent again, and the store keeps each once
+    monkeypatch.setattr(requests, "SENT_TEXTS_KEPT", 8)
+    _simulate(40, 3, tmp_path / "runs.db")
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    try:
+        run_id = store.runs()[0].run_id
+        calls = list(store.events(run_id, [LLM_CALL]))
+        assert len(calls) == 120
+        read = requests_of(store, calls)
+        assert all(m["content"] for r in read for m in r.messages)  # no text the store lacks
+        assert read[-1].messages[0]["content"] == "You are a Agent, named agent39. "
+        (count,) = store._db.execute("SELECT COUNT(*) FROM texts").fetchone()
+        assert count == 40 + 120  # each agent's system prompt once, each post's prompt once
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+def test_a_forgotten_key_comes_back_as_not_sent(limit):
+    kept = SentTexts(limit=limit)
+    seen: set[str] = set()
+    for i in range(50):
+        key = f"k{i % 7}"
+        assert (key in kept) <= (key in seen)  # never claims a text it was not given
+        kept.add(key)
+        seen.add(key)
+    assert len(kept) <= 2 * limit
