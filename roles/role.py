@@ -407,20 +407,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         task once). ``auto_run=False`` (``plan_and_act``) has a person review each task's
         result before the plan goes on (MetaGPT's review by a human).
         """
-        try:
-            mode = RoleReactMode(react_mode)
-        except ValueError:
-            raise UsageError(
-                f"react_mode must be one of {RoleReactMode.values()}, not {react_mode!r}"
-            ) from None
-        self.rc.react_mode = mode
-        if mode == RoleReactMode.REACT:
-            if max_react_loop < 1:
-                raise UsageError("max_react_loop must be at least 1")
-            self.rc.max_react_loop = max_react_loop
-        elif mode == RoleReactMode.BY_ORDER:
-            self.rc.max_react_loop = len(self.actions)
-        elif not auto_run:
+        mode = self.rc.set_react_mode(react_mode, max_react_loop, len(self.actions))
+        if mode == RoleReactMode.PLAN_AND_ACT and not auto_run:
             self.planner_reviewer = ask_a_person(self._llm if self.is_human else None)
 
     def _set_state(self, state: int) -> None:

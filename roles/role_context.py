@@ -15,6 +15,7 @@ from pydantic_core import CoreSchema, core_schema
 from actions import Action
 from memory import Memory, Message
 from rolecast.core.classes import shared_names
+from rolecast.errors import UsageError
 
 
 class RoleReactMode(str, Enum):
@@ -482,6 +483,22 @@ class RoleContext:
         """``self.state = state; self.todo = todo`` in one call."""
         self.state = state
         self.todo = todo
+
+    def set_react_mode(self, react_mode: str | RoleReactMode, max_react_loop: int, n_actions: int) -> RoleReactMode:
+        """Set the react mode and its loop bound (``react``: ``max_react_loop``; ``by_order``: one turn an
+        action); a mode that is not one, or a bound under 1, is a UsageError."""
+        try:
+            mode = RoleReactMode(react_mode)
+        except ValueError:
+            raise UsageError(f"react_mode must be one of {RoleReactMode.values()}, not {react_mode!r}") from None
+        if mode == RoleReactMode.REACT and max_react_loop < 1:
+            raise UsageError("max_react_loop must be at least 1")
+        self.react_mode = mode
+        if mode == RoleReactMode.REACT:
+            self.max_react_loop = max_react_loop
+        elif mode == RoleReactMode.BY_ORDER:
+            self.max_react_loop = n_actions
+        return mode
 
     @property
     def important_memory(self) -> list[Message]:
