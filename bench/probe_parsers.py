@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import textwrap
 import time
 
 DEEP = "[" * 1000 + "]" * 1000
@@ -87,14 +88,18 @@ PROBES: dict[str, str] = {
     ),
 }
 
+# each probe is written into this script as the body of probe() and run as the child's own program
 RUNNER = """
 import sys, time
 import actions, memory, roles, rolecast.llm.base, rolecast.core.jsonutil  # imports are not what is timed
 import actions.loops.stepwise, actions.semantic_kernel.planners.sequential, actions.plan_and_act
-code = sys.argv[1]
+
+def probe():
+{body}
+
 t = time.perf_counter()
 try:
-    exec(compile(code, "<probe>", "exec"), {})
+    probe()
     outcome = "ok"
 except BaseException as exc:
     from rolecast.errors import RolecastError
@@ -108,6 +113,11 @@ print(f"{time.perf_counter() - t:.3f}s {outcome}")
 """
 
 
+def script(code: str) -> str:
+    """The child's program: ``code`` as the body of its ``probe()``, timed and its outcome printed."""
+    return RUNNER.replace("{body}", textwrap.indent(code, "    "))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=float, default=30.0, help="seconds before a probe is killed")
@@ -116,7 +126,7 @@ def main() -> None:
         began = time.perf_counter()
         try:
             done = subprocess.run(
-                [sys.executable, "-c", RUNNER, code], capture_output=True, text=True, timeout=args.limit
+                [sys.executable, "-c", script(code)], capture_output=True, text=True, timeout=args.limit
             )
             line = (done.stdout.strip().splitlines() or [done.stderr.strip()[-200:]])[-1]
         except subprocess.TimeoutExpired:
