@@ -147,7 +147,7 @@ def _need(condition: bool, message: str) -> None:
 
 
 class FakeAnthropic(FakeService):
-    """``POST /v1/messages`` (https://docs.anthropic.com/en/api/messages): JSON and streaming answers."""
+    """``POST /v1/messages`` (Anthropic's Messages API reference): JSON and streaming answers."""
 
     def serve(self, path: str, query: dict[str, list[str]], headers: dict[str, str], body: Any) -> Sent:
         try:
@@ -272,7 +272,7 @@ _PART_FIELDS = ("text", "inlineData", "functionCall", "functionResponse", "fileD
 
 class FakeGemini(FakeService):
     """``models/{model}:generateContent``, ``:streamGenerateContent?alt=sse`` and ``:batchEmbedContents``
-    (https://ai.google.dev/api): the ``v1`` and ``v1beta`` REST API with ``x-goog-api-key``."""
+    (the Gemini API reference): the ``v1`` and ``v1beta`` REST API with ``x-goog-api-key``."""
 
     dimensions = 8
 
