@@ -10,12 +10,16 @@ and serves the studio on it, for a person to look at::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
+import os
+import shutil
 import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,23 @@ class Debater(Role):
         msg = Message(content=text, role=self.profile, sent_from=self.name, cause_by=Speak, send_to=self.opponent)
         self.rc.memory.add(msg)
         return msg
+
+
+#: the chromium the browser tests drive (Playwright cannot download its own browsers here):
+#: $ROLECAST_CHROMIUM, else chromium on the PATH; None where there is none (those tests skip)
+CHROMIUM = next((p for p in (os.environ.get("ROLECAST_CHROMIUM"), shutil.which("chromium"),
+                             shutil.which("chromium-browser")) if p), None)
+
+
+@contextlib.contextmanager
+def chromium(sync_api: Any) -> Iterator[Any]:
+    """A headless :data:`CHROMIUM` driven by Playwright's sync API (``sync_api``), closed after."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def in_thread(coro: Any) -> Any:

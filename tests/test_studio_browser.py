@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +22,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 
 import studio_runs  # noqa: E402
 
-CHROMIUM = next((p for p in (os.environ.get("ROLECAST_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser")) if p), None)
+CHROMIUM = studio_runs.CHROMIUM
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "studio"
 
@@ -50,10 +48,8 @@ def served(runs: dict[str, str]) -> Iterator[studio_runs.Served]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with studio_runs.chromium(sync_api) as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

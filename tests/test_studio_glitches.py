@@ -4,8 +4,6 @@ missing, as tests/test_studio_browser.py is)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +21,7 @@ import studio_runs  # noqa: E402
 from rolecast.runs import LLM_CALL, MESSAGE, RUN_STARTED, RUN_STOPPED, RunEvent, SQLiteRunStore  # noqa: E402
 from rolecast.studio.source import RunSource  # noqa: E402
 
-CHROMIUM = next((p for p in (os.environ.get("ROLECAST_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser")) if p), None)
+CHROMIUM = studio_runs.CHROMIUM
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 
 CODE = "Run this:\n```python\nprint('<b>hi</b>')\n```\nand tell me."
@@ -78,10 +75,8 @@ def served(runs: dict[str, str]) -> Iterator[studio_runs.Served]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with studio_runs.chromium(sync_api) as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -6,9 +6,7 @@ the tests start on 127.0.0.1 serves it; chromium checks what a person sees (skip
 from __future__ import annotations
 
 import html
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,8 +30,7 @@ from rolecast.testing import FunctionLLM
 from roles import Role
 from roles.fitting import COMPACTED, Compaction
 
-CHROMIUM = next((p for p in (os.environ.get("ROLECAST_CHROMIUM"), shutil.which("chromium"),
-                             shutil.which("chromium-browser")) if p), None)
+CHROMIUM = studio_runs.CHROMIUM
 
 
 class Argue(Action):
@@ -146,25 +143,21 @@ def test_the_note_reads_well_for_each_prompt_and_an_older_event():
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_in_chromium_the_left_out_note_and_the_summary_badge_are_visible(served, runs):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(served.url + "/runs/compacted")
-            note = page.locator(".turn .fitted").first
-            sync_api.expect(note).to_be_visible()
-            sync_api.expect(note).to_contain_text(re.compile(r"earlier messages? left out \([\d,]+ of [\d,]+ tokens\)"))
-            call = page.locator("details.call-summary").first
-            head = call.locator(":scope > summary")
-            sync_api.expect(head).to_contain_text("summary of earlier messages (compaction)")
-            head.click()
-            sync_api.expect(call).to_contain_text("Summary (kept in the role's memory")
-            sync_api.expect(call.locator("pre.answer")).to_contain_text("SUMMARY")
-            colours = note.evaluate("el => [getComputedStyle(el).backgroundColor, "
-                                    "getComputedStyle(el).borderLeftWidth]")
-            assert colours[0] not in ("rgba(0, 0, 0, 0)", "transparent") and colours[1] != "0px"
-            assert errors == []
-        finally:
-            browser.close()
+    with studio_runs.chromium(sync_api) as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(served.url + "/runs/compacted")
+        note = page.locator(".turn .fitted").first
+        sync_api.expect(note).to_be_visible()
+        sync_api.expect(note).to_contain_text(re.compile(r"earlier messages? left out \([\d,]+ of [\d,]+ tokens\)"))
+        call = page.locator("details.call-summary").first
+        head = call.locator(":scope > summary")
+        sync_api.expect(head).to_contain_text("summary of earlier messages (compaction)")
+        head.click()
+        sync_api.expect(call).to_contain_text("Summary (kept in the role's memory")
+        sync_api.expect(call.locator("pre.answer")).to_contain_text("SUMMARY")
+        colours = note.evaluate("el => [getComputedStyle(el).backgroundColor, "
+                                "getComputedStyle(el).borderLeftWidth]")
+        assert colours[0] not in ("rgba(0, 0, 0, 0)", "transparent") and colours[1] != "0px"
+        assert errors == []
