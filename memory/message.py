@@ -31,6 +31,19 @@ from rolecast.llm.base import BaseLLM
 from rolecast.runs.events import MESSAGE_ROUTE_TO_ALL
 
 from .instruct import MAPPING_ATTR, create_instruct_value, model_from_mapping
+from .message_fields import (
+    FIELDS_TEMPLATE,
+    NO_METADATA,
+    SEND_TO_ALL,
+    MetadataField,
+    SharedFieldsSet,
+    any_to_str,
+    any_to_str_set,
+    compact_fields,
+    shared_fields,
+    shared_send_to,
+    thaw_fields,
+)
 
 #: ``any_to_str(actions.UserRequirement)``: a message's cause unless it names another
 #: (memory sits below actions, so the class is named, not imported)
@@ -52,32 +65,9 @@ def new_message_id() -> str:
     return f"{int.from_bytes(os.urandom(16), 'big') & _UUID4_KEEP | _UUID4_SET:032x}"
 
 
-def any_to_str(val: Any) -> str:
-    """A stable string for a class, an instance or a string: ``module.QualName`` or the string."""
-    if isinstance(val, str):
-        return val
-    cls = val if isinstance(val, type) else type(val)
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def any_to_name(val: Any) -> str:
     """The last part of :func:`any_to_str`: a class's name (``"WriteCode"``); MetaGPT's ``any_to_name``."""
     return any_to_str(val).split(".")[-1]
-
-
-def any_to_str_set(val: Any) -> set[str]:
-    """``send_to`` normalisation: one value or an iterable of names, profiles, classes or roles."""
-    if val is None or val == "":
-        return set()
-    if isinstance(val, (str, type)) or not hasattr(val, "__iter__") or isinstance(val, BaseModel):
-        items = [val]
-    else:
-        items = list(val)
-    out: set[str] = set()
-    for item in items:
-        name = getattr(item, "name", None) if not isinstance(item, (str, type)) else None
-        out.add(name if isinstance(name, str) and name else any_to_str(item))
-    return out
 
 
 #: per class: None when its instances have a ``profile`` (roles: they send as their name), else the
@@ -113,70 +103,6 @@ def _sender_or_cause(v: Any) -> str:
     return name if isinstance(name, str) and name else any_to_str(v)
 
 
-#: the address of a broadcast, one object shared by every broadcast
-SEND_TO_ALL: frozenset[str] = frozenset({MESSAGE_ROUTE_TO_ALL})
-#: the addresses messages were given, each distinct set kept once and shared by the messages that
-#: name it: a million agents' follower sets fit (a 1M-agent simulation shares each agent's over its
-#: rounds); emptied when full, so a process making one-off addresses keeps at most that many alive
-_SEND_TOS: dict[frozenset[str], frozenset[str]] = {SEND_TO_ALL: SEND_TO_ALL}
-_SEND_TOS_MAX = 1 << 20
-
-
-def shared_send_to(names: Any) -> frozenset[str]:
-    """``send_to``'s value for ``names`` (one value or an iterable of names, profiles, classes or
-    roles): a frozenset shared by every message with the same addresses. A frozenset of strings is
-    kept as it is given (a sender that holds its followers as one frozenset shares it by itself)."""
-    if type(names) is frozenset and all(type(n) is str for n in names):
-        return names or SEND_TO_ALL
-    key = frozenset(any_to_str_set(names))
-    found = _SEND_TOS.get(key)
-    if found is None:
-        if not key:
-            return SEND_TO_ALL
-        if len(_SEND_TOS) >= _SEND_TOS_MAX:
-            _SEND_TOS.clear()
-            _SEND_TOS[SEND_TO_ALL] = SEND_TO_ALL
-        found = _SEND_TOS[key] = key
-    return found
-
-
-class SharedFieldsSet(set[str]):
-    """A message's fields-set (pydantic's ``model_fields_set``: the fields it was given) shared by
-    every message given the same fields: read-only (a message thaws it into a set of its own before a
-    field is assigned, see :meth:`Message.__setattr__`). A ``set`` still, as pydantic reads it."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("a message's fields-set is shared by many messages and cannot be changed in place")
-
-    add = discard = remove = pop = clear = update = _refuse  # type: ignore[assignment]
-    difference_update = intersection_update = symmetric_difference_update = _refuse  # type: ignore[assignment]
-    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
-
-
-#: the distinct fields-sets of messages, each kept once (at most 2^fields of them); pydantic keeps one
-#: ``set`` a message otherwise (216 bytes; 728 past four names, as when a message is readdressed)
-_FIELDS_SETS: dict[frozenset[str], SharedFieldsSet] = {}
-
-
-def _shared_fields(fields: AbstractSet[str]) -> set[str]:
-    key = frozenset(fields)
-    found = _FIELDS_SETS.get(key)
-    if found is None:
-        if len(_FIELDS_SETS) >= 4096:  # a subclass with very many fields: not shared past this
-            return set(fields)
-        found = _FIELDS_SETS[key] = SharedFieldsSet(key)
-    return found
-
-
-def _thaw_fields(message: BaseModel) -> None:
-    """Give ``message`` a fields-set of its own before pydantic adds a name to it."""
-    fields = message.__pydantic_fields_set__
-    if type(fields) is SharedFieldsSet:
-        object.__setattr__(message, "__pydantic_fields_set__", set(fields))
-
-
 class Message(Model):
     """One message on the bus.
 
@@ -204,8 +130,10 @@ class Message(Model):
     @model_validator(mode="after")
     def _share_fields_set(self) -> Message:
         # the fields a message was given: one frozenset per distinct set, shared (thawed into a set
-        # of its own before anything adds to it: see __setattr__, __copy__)
-        object.__setattr__(self, "__pydantic_fields_set__", _shared_fields(self.__pydantic_fields_set__))
+        # of its own before anything adds to it: see __setattr__, __copy__); and the field dict one
+        # that shares its key table, an empty metadata shared (see memory.message_fields)
+        object.__setattr__(self, "__pydantic_fields_set__", shared_fields(self.__pydantic_fields_set__))
+        object.__setattr__(self, "__dict__", compact_fields(self.__dict__))
         return self
 
     @field_validator("content", mode="before")
@@ -274,22 +202,22 @@ class Message(Model):
             fields = self.__pydantic_fields_set__
             if "send_to" not in fields:
                 if type(fields) is SharedFieldsSet:
-                    object.__setattr__(self, "__pydantic_fields_set__", _shared_fields({*fields, "send_to"}))
+                    object.__setattr__(self, "__pydantic_fields_set__", shared_fields({*fields, "send_to"}))
                 else:
                     fields.add("send_to")
             return
         if name in type(self).model_fields:
-            _thaw_fields(self)  # pydantic adds the name to it
+            thaw_fields(self)  # pydantic adds the name to it
         super().__setattr__(name, value)
 
     def __copy__(self) -> Message:
         copied = super().__copy__()
-        _thaw_fields(copied)  # model_copy(update=...) adds to it
+        thaw_fields(copied)  # model_copy(update=...) adds to it
         return copied
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Message:
         copied = super().__deepcopy__(memo)
-        _thaw_fields(copied)
+        thaw_fields(copied)
         return copied
 
     # ------------------------------------------------------------------ helpers
@@ -393,8 +321,11 @@ class Message(Model):
         return isinstance(other, Message) and other.id == self.id
 
 
+# ``message.metadata``: a dict of the message's own, made when first read (see NoMetadata)
+type.__setattr__(Message, "metadata", MetadataField())
+
 #: the fields a framework-made message is given (see :func:`plain_message`)
-_PLAIN_FIELDS_SET = _shared_fields({"content", "role", "cause_by", "sent_from"})
+_PLAIN_FIELDS_SET = shared_fields({"content", "role", "cause_by", "sent_from"})
 
 
 class Resource(BaseModel):
@@ -423,11 +354,15 @@ def plain_message(content: str, role: str, cause_by: Any, sent_from: str) -> Mes
     if type(cause) is not str:
         return Message(content=content, role=role, cause_by=cause_by, sent_from=sent_from)
     message = object.__new__(Message)
-    object.__setattr__(message, "__dict__", {
-        "id": new_message_id(),
-        "content": content, "instruct_content": None, "role": role, "cause_by": cause,
-        "sent_from": sent_from, "send_to": SEND_TO_ALL, "metadata": {},
-    })
+    fields = FIELDS_TEMPLATE.copy()  # (a dict sharing its key table: see memory.message_fields)
+    fields["id"] = new_message_id()
+    fields["content"] = content
+    fields["role"] = role
+    fields["cause_by"] = cause
+    fields["sent_from"] = sent_from
+    fields["send_to"] = SEND_TO_ALL
+    fields["metadata"] = NO_METADATA
+    object.__setattr__(message, "__dict__", fields)
     object.__setattr__(message, "__pydantic_fields_set__", _PLAIN_FIELDS_SET)
     object.__setattr__(message, "__pydantic_extra__", None)
     object.__setattr__(message, "__pydantic_private__", None)
