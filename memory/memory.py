@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from pydantic import GetCoreSchemaHandler, ValidationError
@@ -13,6 +13,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from rolecast.errors import DataError, UsageError
 
+from .fingerprints import KeyIndex
 from .message import Message, any_to_str, load_json_data
 
 if TYPE_CHECKING:
@@ -21,11 +22,21 @@ if TYPE_CHECKING:
 
 #: a window this small is searched by scanning it: no id set or cause index beside it
 SCAN_WINDOW = 32
+#: past this many messages a memory finds them by their ids' hashes (memory.fingerprints: ~17 bytes a
+#: message) rather than in a set (16 bytes a slot, 1.5 to 6 slots an id: a million agents' history)
+COMPACT_IDS = 1 << 14
 
 
-def _fingerprint(key: str) -> int:
+_message_id: Callable[[Message], str] = attrgetter("id")
+
+
+def _content_key(message: Message) -> str:
+    return message.model_dump_json(exclude={"id"})
+
+
+def _fingerprint(key: str) -> bytes:
     """The 8 bytes a memory keeps of a message its window let go (see :meth:`Memory.archived`)."""
-    return hash(key)
+    return (hash(key) & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
 
 
 class Memory:
@@ -48,7 +59,7 @@ class Memory:
     searched by scanning it, with no indexes. A role in a large simulation that reads only its last
     few messages keeps only those (``examples/simulation.py``). The older ones stay in the run log:
     in a team run with a store, a bounded memory keeps an 8-byte fingerprint of each message it lets
-    go, and ``get``, ``get_by_action``, ``get_by_actions``, ``get_by_role`` and ``get_by_content``
+    go (in one ``bytes``), and ``get``, ``get_by_action``, ``get_by_actions``, ``get_by_role`` and ``get_by_content``
     with ``archived=True`` read them back from there (:mod:`memory.archive`). ``forgotten`` counts
     the messages the window let go.
     """
@@ -72,19 +83,23 @@ class Memory:
         self.forgotten = 0
         self.ignore_id = bool(ignore_id)
         self.storage: list[Message] = []
-        #: id -> nothing, cause -> its messages: made with the first message, never for a small window
-        self._ids: set[str] | None = None
+        #: the stored ids (a set; fingerprints past COMPACT_IDS): made with the first message; and
+        #: cause -> its messages, made when first asked (get_by_action): never for a small window
+        self._ids: set[str] | KeyIndex | None = None
         self._index: dict[str, list[Message]] | None = None
         #: where the older messages are read back from (see :mod:`memory.archive`), and the
-        #: fingerprints of those the window let go since it was set
+        #: fingerprints of those the window let go since it was set (8 bytes each)
         self.archive: MessageArchive | None = None
-        self._let_go: array[int] | None = None
+        self._let_go: bytes | None = None
         self.add_batch(m if isinstance(m, Message) else Message.model_validate(m) for m in storage)
 
     def __getstate__(self) -> dict[str, Any]:
         # a copy or a pickle (a role shipped to a Ray worker) leaves the archive behind: it reads
-        # this process's run log
-        return {name: getattr(self, name) for name in self.__slots__ if name not in ("archive", "_let_go")}
+        # this process's run log; fingerprints (hashes, which differ between processes) are rebuilt
+        state = {name: getattr(self, name) for name in self.__slots__ if name not in ("archive", "_let_go")}
+        if not isinstance(state["_ids"], set):
+            state["_ids"] = None
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name in self.__slots__:
@@ -98,15 +113,22 @@ class Memory:
         """Whether this memory is searched by scanning (a small window) rather than by its indexes."""
         return self.window is not None and self.window <= SCAN_WINDOW
 
-    def _indexes(self) -> tuple[set[str], dict[str, list[Message]]]:
-        ids, index = self._ids, self._index
-        if ids is None or index is None:
-            ids = self._ids = {self._key(m) for m in self.storage}
+    def _id_set(self) -> set[str] | KeyIndex:
+        ids = self._ids
+        if ids is None:
+            keys = {self._key(m) for m in self.storage}
+            ids = self._ids = keys if len(keys) <= COMPACT_IDS else KeyIndex(self._key_of, self.storage)
+        return ids
+
+    def _cause_index(self) -> dict[str, list[Message]]:
+        """cause -> its messages, oldest first: made when first asked, then kept up to date."""
+        index = self._index
+        if index is None:
             index = self._index = {}
             for m in self.storage:
                 if m.cause_by:
                     index.setdefault(m.cause_by, []).append(m)
-        return ids, index
+        return index
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -160,6 +182,11 @@ class Memory:
     def _key(self, message: Message) -> str:
         return message.model_dump_json(exclude={"id"}) if self.ignore_id else message.id
 
+    @property
+    def _key_of(self) -> Callable[[Message], str]:
+        """:meth:`_key` as a function of the message alone (a KeyIndex holds it, not the memory)."""
+        return _content_key if self.ignore_id else _message_id
+
     def __iter__(self) -> Iterator[Message]:
         return iter(list(self.storage))
 
@@ -207,30 +234,35 @@ class Memory:
                 self._forget_oldest()
             return
         key = self._key(message)
-        ids, index = self._indexes()
+        ids = self._ids if self._ids is not None else self._id_set()
         if key in ids:
             return
-        ids.add(key)
+        if isinstance(ids, set):
+            ids.add(key)
+            if len(ids) > COMPACT_IDS:
+                self._ids = KeyIndex(self._key_of, [*self.storage, message])
+        else:
+            ids.add(key, message)
         self.storage.append(message)
-        if message.cause_by:
+        index = self._index
+        if index is not None and message.cause_by:
             index.setdefault(message.cause_by, []).append(message)
         if self.window is not None and len(self.storage) > self.window:
             self._forget_oldest()
 
     def _forget_oldest(self) -> None:
         oldest = self.storage.pop(0)  # (a window is small: the shift is cheap)
-        if self._ids is not None and self._index is not None:
+        if self._ids is not None:
             self._ids.discard(self._key(oldest))
+        if self._index is not None:
             bucket = self._index.get(oldest.cause_by)
             if bucket:
                 bucket.pop(0)  # the oldest of its cause is first in its bucket too
                 if not bucket:
                     del self._index[oldest.cause_by]
         self.forgotten += 1
-        if self.archive is not None:
-            if self._let_go is None:
-                self._let_go = array("q")
-            self._let_go.append(_fingerprint(self._key(oldest)))
+        if self.archive is not None:  # (a bytes object: 33 bytes and 8 a message; an array was 80 and 8)
+            self._let_go = (self._let_go or b"") + _fingerprint(self._key(oldest))
 
     def add_batch(self, messages: Iterable[Message]) -> None:
         for message in messages:
@@ -242,8 +274,9 @@ class Memory:
         if not self._holds(key):
             return
         self.storage = [m for m in self.storage if self._key(m) != key]
-        if self._ids is not None and self._index is not None:
+        if self._ids is not None:
             self._ids.discard(key)
+        if self._index is not None:
             bucket = self._index.get(message.cause_by)
             if bucket is not None:
                 bucket[:] = [m for m in bucket if self._key(m) != key]
@@ -255,8 +288,9 @@ class Memory:
         if not self.storage:
             return None
         newest = self.storage.pop()
-        if self._ids is not None and self._index is not None:
+        if self._ids is not None:
             self._ids.discard(self._key(newest))
+        if self._index is not None:
             bucket = self._index.get(newest.cause_by)
             if bucket:
                 bucket.pop()  # the newest of its cause is last in its bucket too
@@ -287,11 +321,11 @@ class Memory:
 
     def unseen(self, messages: Iterable[Message]) -> list[Message]:
         """Those of ``messages`` not remembered yet, in order (one pass: every delivery is checked here)."""
+        ids = self._ids
         if self.ignore_id:
-            known = self._ids if self._ids is not None else {self._key(m) for m in self.storage}
+            known = ids if ids is not None else {self._key(m) for m in self.storage}
             return [m for m in messages if self._key(m) not in known]
-        if self._ids is not None:
-            ids = self._ids
+        if ids is not None:
             return [m for m in messages if m.id not in ids]
         if not self.storage:
             return list(messages)
@@ -303,7 +337,8 @@ class Memory:
         :mod:`memory.archive`); [] with no archive (a run without a store) or nothing let go."""
         if self.archive is None or not self._let_go:
             return []
-        wanted = set(self._let_go)
+        let_go = self._let_go
+        wanted = {let_go[i:i + 8] for i in range(0, len(let_go), 8)}
         return [m for m in self.archive.messages() if _fingerprint(self._key(m)) in wanted]
 
     def _all(self, archived: bool) -> list[Message]:
@@ -321,9 +356,9 @@ class Memory:
     def get_by_action(self, action: Any, *, archived: bool = False) -> list[Message]:
         """Messages caused by an action (class, instance or its string)."""
         key = any_to_str(action)
-        if archived or self._index is None:
+        if archived or self._scans:
             return [m for m in self._all(archived) if m.cause_by == key]
-        return list(self._index.get(key, ()))
+        return list(self._cause_index().get(key, ()))
 
     def get_by_actions(self, actions: Iterable[Any], *, archived: bool = False) -> list[Message]:
         """Messages caused by any of ``actions``, in the order they were stored."""

@@ -50,11 +50,12 @@ def test_a_posted_and_readdressed_message_costs_a_few_hundred_bytes():
         message.send_to = followers  # every post readdressed, as the simulation's agents do
         return message
 
-    # the object, its field dict, its id and its metadata dict: 1.6 KB a message before (a fields-set
-    # of its own that grew to 728 bytes when readdressed, a send_to set and a cause string each)
-    assert _bytes_each(post) < 600
+    # the object, its field dict and its id: 1.6 KB a message before (a fields-set of its own that grew
+    # to 728 bytes when readdressed, a send_to set and a cause string each), then ~505 (a field dict of
+    # its own, 280 bytes, and an empty metadata dict, 64), now ~320 (the dict shares its key table)
+    assert _bytes_each(post) < 400
     validated = _bytes_each(lambda i: Message(content=content, cause_by=action, sent_from="agent9", send_to=followers))
-    assert validated < 600
+    assert validated < 400
 
 
 def test_messages_share_what_is_the_same_and_stay_pydantic_messages():
@@ -79,6 +80,97 @@ def test_messages_share_what_is_the_same_and_stay_pydantic_messages():
         assert other.send_to == b.send_to and other.model_fields_set == b.model_fields_set
         other.content = "changed"
         assert b.content == "b"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Message("hello"),
+    lambda: plain_message("hello", "Agent", Post, "agent9"),
+    lambda: Message.model_validate_json(Message("hello").model_dump_json()),
+    lambda: pickle.loads(pickle.dumps(Message("hello"))),
+    lambda: copy.deepcopy(plain_message("hello", "Agent", Post, "agent9")),
+])
+def test_metadata_written_after_creation_belongs_to_that_message(make: Callable[[], Message]):
+    # every message starts with one shared empty metadata; writing through message.metadata gives
+    # the message a dict of its own first
+    a, b = make(), make()
+    a.metadata["k"] = "v"
+    a.metadata.setdefault("n", 1)
+    assert a.metadata == {"k": "v", "n": 1} and b.metadata == {} and make().metadata == {}
+    assert a.model_dump()["metadata"] == {"k": "v", "n": 1} and b.model_dump()["metadata"] == {}
+    assert type(b.model_dump()["metadata"]) is dict and '"metadata":{}' in b.model_dump_json()
+    assert Message.model_validate_json(a.model_dump_json()).metadata == {"k": "v", "n": 1}
+    c = b.model_copy(deep=True)
+    c.metadata["only"] = "c"
+    assert b.metadata == {} and c.metadata == {"only": "c"}
+    b.metadata = {"set": True}
+    assert b.metadata == {"set": True} and b.model_dump()["metadata"] == {"set": True}
+    held = make().metadata  # what a caller holds is the message's own dict
+    held["later"] = 1
+    assert held == {"later": 1}
+
+
+def test_subclassed_messages_keep_their_metadata_field():
+    from memory import UserMessage
+
+    class Tagged(Message):
+        metadata: dict[str, Any] = {"tag": "t"}
+
+    u = UserMessage("u")
+    u.metadata["k"] = 1
+    assert u.metadata == {"k": 1} and UserMessage("v").metadata == {} and u.role == "user"
+    tagged = Tagged("x")
+    tagged.metadata["more"] = 2
+    assert tagged.metadata == {"tag": "t", "more": 2} and Tagged("y").metadata == {"tag": "t"}
+
+
+def test_a_large_memory_finds_its_messages_by_hash_in_few_bytes():
+    n = 24_000  # past memory.memory.COMPACT_IDS
+    messages = [plain_message(f"m{i}", "Agent", Post if i % 3 else UserRequirement, "a") for i in range(n)]
+
+    def history(i: int) -> Memory:
+        memory = Memory()
+        memory.add_batch(messages)
+        return memory
+
+    # the ids were a set beside the list and a cause index (~45 bytes a message past a million; 28
+    # here): now ~17 bytes a message beside the list, the cause index made only when asked
+    assert _bytes_each(history, n=1) / n < 30
+    memory = history(0)
+    memory.add_batch(messages[::7])  # all held already: nothing changes
+    assert len(memory) == n and memory.get(2) == messages[-2:]
+    assert messages[0] in memory and messages[-1] in memory and Message("new") not in memory
+    fresh = Message("fresh")
+    assert memory.unseen([messages[5], fresh, messages[n - 1]]) == [fresh]
+    assert memory.get_by_action(UserRequirement) == messages[::3]
+    memory.add(fresh)
+    memory.delete(messages[3])
+    assert messages[3] not in memory and len(memory) == n
+    assert memory.get_by_action(UserRequirement) == [messages[0], *messages[6::3], fresh]
+    assert memory.delete_newest() is fresh and fresh not in memory
+    assert memory.get_by_action(UserRequirement) == [messages[0], *messages[6::3]]
+    memory.add(messages[3])  # forgotten, so new again
+    assert memory.get(1) == messages[3:4] and len(memory) == n
+    moved = pickle.loads(pickle.dumps(memory))  # its index is rebuilt there (hashes differ by process)
+    assert moved.get() == memory.get() and messages[3] in moved and moved.unseen([fresh]) == [fresh]
+    moved.add(messages[4])
+    assert len(moved) == n
+
+
+def test_messages_whose_keys_share_a_hash_are_told_apart():
+    from memory.fingerprints import KeyIndex
+
+    class SameHash(str):
+        def __hash__(self) -> int:
+            return 42
+
+    index = KeyIndex(lambda m: SameHash(m.id))
+    a, b, c = Message("a"), Message("b"), Message("c")
+    index.add(SameHash(a.id), a)
+    index.add(SameHash(b.id), b)
+    assert SameHash(a.id) in index and SameHash(b.id) in index and SameHash(c.id) not in index
+    index.discard(SameHash(c.id))
+    index.discard(SameHash(a.id))
+    assert SameHash(a.id) not in index and SameHash(b.id) in index and len(index) == 1
 
 
 def test_a_small_memory_window_keeps_no_index_and_still_answers():
@@ -129,6 +221,31 @@ def test_a_bounded_memory_finds_what_it_let_go_in_the_run_store(tmp_path: Path):
     moved = pickle.loads(pickle.dumps(ann))
     assert moved.get() == ann.get() and moved.get(archived=True) == ann.get()
     team.close()
+
+
+def test_what_a_window_let_go_costs_eight_bytes_a_message():
+    messages = [Message(str(i)) for i in range(13)]
+
+    class Archive:
+        def messages(self) -> list[Message]:
+            return messages
+
+    archive = Archive()
+
+    def bounded(i: int) -> Memory:
+        memory = Memory(window=3)
+        memory.archive = archive
+        memory.add_batch(messages)
+        return memory
+
+    # ten fingerprints: an array of them was 80 bytes and a growing buffer (392 a memory in all),
+    # now one bytes object (~297)
+    assert _bytes_each(bounded) < 340
+    memory = bounded(0)
+    assert memory.forgotten == 10 and memory.archived() == messages[:10]
+    assert memory.get(archived=True) == messages and memory.get_by_role("user", archived=True) == messages
+    memory.clear()
+    assert memory.archived() == [] and memory.get(archived=True) == []
 
 
 def test_without_a_store_a_window_lets_go_for_good():
