@@ -210,6 +210,12 @@ class Message(Model):
             thaw_fields(self)  # pydantic adds the name to it
         super().__setattr__(name, value)
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # a message from a pickle (one a Ray worker sent): held as compactly as one made here
+        super().__setstate__(state)
+        object.__setattr__(self, "__pydantic_fields_set__", shared_fields(self.__pydantic_fields_set__))
+        object.__setattr__(self, "__dict__", compact_fields(self.__dict__))
+
     def __copy__(self) -> Message:
         copied = super().__copy__()
         thaw_fields(copied)  # model_copy(update=...) adds to it

@@ -146,10 +146,10 @@ FIELDS_TEMPLATE = _key_sharing_template(MESSAGE_FIELDS)
 def compact_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """``fields`` (a message's field dict) as a dict sharing its key table, empty metadata shared
     too; the dict itself when it holds other keys than a message's."""
-    if fields.keys() != FIELDS_TEMPLATE.keys():
-        return fields
     out = FIELDS_TEMPLATE.copy()
     out.update(fields)
+    if len(out) != len(fields) or len(out) != len(MESSAGE_FIELDS):  # (then the same keys)
+        return fields
     metadata = out["metadata"]
     if not metadata and type(metadata) is dict:
         out["metadata"] = NO_METADATA
