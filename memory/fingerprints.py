@@ -22,6 +22,7 @@ _BUCKET_KEYS = 2048
 _FIRST_SHIFT = 64 - 8
 #: a signed 64-bit hash's bucket is (hash >> shift) + this << (63 - shift)
 _HALF = 1 << 63
+_EMPTY: array[int] = array("q")
 
 
 class KeyIndex:
@@ -80,9 +81,12 @@ class KeyIndex:
     def _split(self) -> None:
         """Twice the buckets, each split at its middle hash (both halves stay sorted)."""
         shift = self._shift - 1
+        old_fps, old_messages = self._fps, self._messages
         fps: list[array[int]] = []
         messages: list[list[Message]] = []
-        for b, (bucket, held) in enumerate(zip(self._fps, self._messages, strict=True)):
+        for b in range(len(old_fps)):
+            bucket, held = old_fps[b], old_messages[b]
+            old_fps[b], old_messages[b] = _EMPTY, []  # each old bucket freed as it is split
             cut = bisect_left(bucket, ((2 * b + 1) << shift) - _HALF)
             fps += (bucket[:cut], bucket[cut:])
             messages += (held[:cut], held[cut:])
