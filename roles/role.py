@@ -66,6 +66,7 @@ from .fitting import (
     history_for_action,
     state_prompt,
 )
+from .footprint import compact_fields, shared_private
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -136,8 +137,6 @@ class Role(MetaGPTSDK, Inbox, Model):
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
     #: the identity prompts this role gave its actions (refreshed by set_env; others' are kept)
     _given_prefixes: tuple[str, ...] = PrivateAttr(default=())
-    #: reactions finished: a by_order turn whose _act ran one of its own ends there
-    _reactions: int = PrivateAttr(default=0)
 
     # a role is an entity: hashable by identity (SubscriptionRunner and member_addrs key by role)
     __hash__ = object.__hash__
@@ -202,8 +201,12 @@ class Role(MetaGPTSDK, Inbox, Model):
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
         # the fields-set (which fields were given: 728 bytes) and the empty extras are the ones every role
-        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox
+        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox;
+        # so are its private attributes (272 bytes): setting one swaps too (see roles.footprint)
         share_model_state(self)
+        if self.__pydantic_private__ is not None:
+            object.__setattr__(self, "__pydantic_private__", shared_private(self.__pydantic_private__))
+        compact_fields(self)  # (its field dict: the keys once per class, see roles.footprint)
 
     def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
         """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
@@ -472,7 +475,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         taken = 0
         rsp: Message | None = None
         by_order = self.rc.react_mode == RoleReactMode.BY_ORDER
-        reactions = self._reactions
+        reactions = self.rc.reactions
         while taken < self.rc.max_react_loop:
             if not await self._think():
                 break
@@ -481,7 +484,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             # the default _act runs the action through perform itself; an override is wrapped in it
             rsp = await (perform(self, todo, invoke=self._act) if self._overrides_act() else self._act())
             taken += 1
-            if by_order and self._reactions != reactions:
+            if by_order and self.rc.reactions != reactions:
                 # _act ran a reaction of its own (MetaGPT 0.8's TutorialAssistant: set_actions, then
                 # `await super().react()`): that ran the actions it set, so this turn is done, as in
                 # MetaGPT, whose by_order turn runs the actions it had when it began
@@ -534,7 +537,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
         self._set_state(-1)
-        self.__pydantic_private__["_reactions"] += 1  # type: ignore[index]  # (+= 1 without pydantic's calls)
+        rc.reactions += 1
         return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:

@@ -1,0 +1,82 @@
+"""What keeps a role small: the parts of its pydantic state that roles alike can share or store compactly.
+
+A million roles of a class differ in little (a name, their followers): pydantic's per-instance dicts
+cost them most of their bytes. Two helpers, both run at the end of ``Role.__init__``:
+
+* :func:`shared_private`: the private attributes (``_llm``, ``_context`` …, a 272-byte dict) of the
+  roles whose values are the same objects are one :class:`SharedPrivate` dict, swapped for another
+  when a role sets one of them (never changed in place).
+* :func:`compact_fields`: the field dict pydantic builds (18 keys, 464 bytes) becomes a key-sharing
+  dict of the same keys and values (CPython's instance-dict layout: the keys once per class, each
+  role its values, 272 bytes); it is still the role's ``__dict__``, read and set as before.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any
+
+
+class SharedPrivate(dict[str, Any]):
+    """The private attributes (``_llm``, ``_context`` …) of every role whose values are the same objects:
+    one dict for them all (a million roles of a team hold one, not a million of 272 bytes). A role
+    never changes it in place: setting one of its private attributes gives it the dict of its new
+    values (see :func:`shared_private` and :meth:`Inbox.__setattr__`)."""
+
+    __slots__ = ("__weakref__",)
+
+
+#: (the names, then the ids of the values) → the dict the roles with those values share; at most
+#: _MAX_SHARED of them, so that roles whose values are their own (a model each) do not grow it: past
+#: that they keep dicts of their own, as before
+_SHARED_PRIVATE: weakref.WeakValueDictionary[tuple[Any, ...], SharedPrivate] = weakref.WeakValueDictionary()
+_MAX_SHARED = 256
+
+
+def shared_private(private: dict[str, Any]) -> dict[str, Any]:
+    """The shared dict holding the same private values as ``private`` (each the same object), or
+    ``private`` itself — as a dict of its own — when there are already too many shared ones."""
+    key = (*private, *map(id, private.values()))  # (the shared dict holds the values: their ids stay theirs)
+    found = _SHARED_PRIVATE.get(key)
+    if found is not None:
+        return found
+    if len(_SHARED_PRIVATE) >= _MAX_SHARED:
+        return dict(private) if type(private) is SharedPrivate else private
+    shared = _SHARED_PRIVATE[key] = SharedPrivate(private)
+    return shared
+
+
+
+#: the keys of a field dict, in order → a key-sharing dict with those keys (values None), or None where
+#: this Python makes none smaller: each role's field dict is a copy of it
+_KEY_SHARING: dict[tuple[str, ...], dict[str, Any] | None] = {}
+
+
+def _key_sharing_template(keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """A dict whose keys are ``keys`` in the layout CPython gives an instance's attributes (made on an
+    instance of a class made for it: its keys are stored once, in the class), if that is smaller."""
+    blank = type("FieldKeys", (), {})()
+    for key in keys:
+        setattr(blank, key, None)
+    template: dict[str, Any] = blank.__dict__.copy()
+    if tuple(template) != keys or sys.getsizeof(template) >= sys.getsizeof(dict.fromkeys(keys)):
+        return None
+    return template
+
+
+def compact_fields(model: Any) -> None:
+    """Store ``model``'s field dict in the key-sharing layout (see the module docstring), if smaller."""
+    fields = model.__dict__
+    keys = tuple(fields)
+    if keys in _KEY_SHARING:
+        template = _KEY_SHARING[keys]
+    else:
+        template = _KEY_SHARING[keys] = _key_sharing_template(keys)
+    if template is not None:
+        compact = template.copy()
+        compact.update(fields)
+        object.__setattr__(model, "__dict__", compact)
+
+
+__all__ = ["SharedPrivate", "compact_fields", "shared_private"]
