@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, Rolec
 from rolecast.runs.log import RunLog
 from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
+from roles.footprint import Addresses
 from roles.inbox import hears_everything
 from roles.role_context import SkipLedger
 
@@ -127,7 +128,8 @@ class Environment(Model):
     #: address → the role answering to it, or the list of them when several do (a list of one per role
     #: name cost 88 bytes a role)
     _by_address: dict[str, Role | list[Role]] = PrivateAttr(default_factory=dict)
-    _indexed: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    #: role name → the addresses it is indexed under (the role's own immutable ones, or a tuple of them)
+    _indexed: dict[str, Collection[str]] = PrivateAttr(default_factory=dict)
     #: the bus's state: outbox, run log, ready roles, watcher index, ledger
     bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
@@ -296,7 +298,8 @@ class Environment(Model):
                     del by_address[address]
             elif held is role:
                 del by_address[address]
-        addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
+        if type(addresses) is not Addresses and type(addresses) is not frozenset:  # (kept as it is: immutable)
+            addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
         self._indexed[role.name] = addresses
         for address in addresses:
             held = by_address.get(address)

@@ -32,6 +32,7 @@ from pydantic import (
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidatorFunctionWrapHandler,
+    field_serializer,
     model_serializer,
     model_validator,
 )
@@ -66,7 +67,7 @@ from .fitting import (
     history_for_action,
     state_prompt,
 )
-from .footprint import compact_fields, shared_private
+from .footprint import compact_addresses, compact_fields, shared_private
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -146,6 +147,10 @@ class Role(MetaGPTSDK, Inbox, Model):
         # a dump records the role's class and its actions (a shared one as this role runs it, left shared)
         return {CLASS_KEY: class_path(self), **handler(self), "actions": [
             (self._bind(a) if a.is_shared else a).model_dump(mode="json") for a in raw_actions(self.actions)]}
+
+    @field_serializer("addresses")
+    def _addresses_as_set(self, addresses: Iterable[str]) -> set[str]:
+        return set(addresses)  # (kept compact, see roles.footprint; dumped as the set it reads as)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -267,7 +272,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         return self.rc.env
 
     def set_addresses(self, addresses: Iterable[str]) -> None:
-        self.addresses = set(addresses)
+        """Answer to these names (a set to read, immutable: set others with this; see roles.footprint)."""
+        self._set_field("addresses", compact_addresses(self.name, addresses))
         env = self.rc.env
         if env is not None and hasattr(env, "set_addresses"):
             env.set_addresses(self, self.addresses)
