@@ -104,7 +104,7 @@ async def logged_turn(role: Role, log: RunLog, *, in_round: bool = False) -> Mes
     """One role's turn, logged: started, then finished (with its message) or failed (every runtime).
 
     ``in_round=True``: the round's own events hold this turn's start and end — the in-process
-    runtime starts every turn of a round at once and gathers them, so its ``round_started``
+    runtime runs a round's turns side by side (environment.turns), so its ``round_started``
     names the turns it starts and its ``round_finished`` each turn that finished, with the
     message it returned. The start and the end are then only passed to the log's subscribers
     (a console, traces), not written again. A failure is written as its own event either way.
