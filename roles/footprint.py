@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from rolecast.core.classes import shared_names
+from rolecast.core.classes import share_model_state, shared_names
 
 
 class SharedPrivate(dict[str, Any]):
@@ -120,6 +120,12 @@ def compact_addresses(name: str, addresses: Iterable[str]) -> AbstractSet[str]:
     return shared_names(names)
 
 
+def addresses_as_set(self: Any, addresses: Iterable[str]) -> set[str]:
+    """``role.addresses`` as a dump records it: the set it reads as (a field serializer of Role's: pydantic
+    knows one by its first parameter's name, ``self``)."""
+    return set(addresses)
+
+
 #: the keys of a field dict, in order → a key-sharing dict with those keys (values None), or None where
 #: this Python makes none smaller: each role's field dict is a copy of it
 _KEY_SHARING: dict[tuple[str, ...], dict[str, Any] | None] = {}
@@ -151,4 +157,15 @@ def compact_fields(model: Any) -> None:
         object.__setattr__(model, "__dict__", compact)
 
 
-__all__ = ["Addresses", "SharedPrivate", "compact_addresses", "compact_fields", "shared_private"]
+def compact_role(role: Any) -> None:
+    """At the end of ``Role.__init__``: its fields-set and empty extras become the ones every role with
+    the same shares (setting a field swaps, see :meth:`roles.inbox.Inbox.__setattr__`), so do its
+    private attributes (:func:`shared_private`), and its field dict becomes key-sharing."""
+    share_model_state(role)
+    if role.__pydantic_private__ is not None:
+        object.__setattr__(role, "__pydantic_private__", shared_private(role.__pydantic_private__))
+    compact_fields(role)
+
+
+__all__ = ["Addresses", "SharedPrivate", "addresses_as_set", "compact_addresses", "compact_fields", "compact_role",
+           "shared_private"]

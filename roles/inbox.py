@@ -3,6 +3,7 @@ of its turn (``_observe``), remembers and publishes. A mixin of :class:`~roles.R
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ from loguru import logger
 from memory import MESSAGE_ROUTE_TO_ALL, Message
 from rolecast.core.classes import unshare_for
 
-from .footprint import SharedPrivate, shared_private
+from .footprint import SharedPrivate, compact_addresses, shared_private
 from .role_context import RoleContext
 
 #: attributes whose change the environment's watcher index hears of (see :meth:`Inbox.__setattr__`)
@@ -116,6 +117,14 @@ class Inbox:
         old = self.__dict__.get("rc")
         env = old.env if old is not None else None
         return env if callable(getattr(env, "rewire_role", None)) else None
+
+    def set_addresses(self, addresses: Iterable[str]) -> None:
+        """Answer to these names: ``addresses`` reads as their set (immutable: set others with this; kept
+        compact, see :class:`roles.footprint.Addresses`); the environment indexes them."""
+        self._set_field("addresses", compact_addresses(self.name, addresses))
+        env = self.rc.env
+        if env is not None and hasattr(env, "set_addresses"):
+            env.set_addresses(self, self.addresses)
 
     def put_message(self, message: Message | None) -> None:
         """Put a message into this role's inbox (read at its next turn).

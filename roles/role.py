@@ -44,7 +44,7 @@ from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
 from rolecast.context import Context, current_context
-from rolecast.core.classes import class_path, share_model_state
+from rolecast.core.classes import class_path
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -67,7 +67,7 @@ from .fitting import (
     history_for_action,
     state_prompt,
 )
-from .footprint import compact_addresses, compact_fields, shared_private
+from .footprint import addresses_as_set, compact_role
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -148,9 +148,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         return {CLASS_KEY: class_path(self), **handler(self), "actions": [
             (self._bind(a) if a.is_shared else a).model_dump(mode="json") for a in raw_actions(self.actions)]}
 
-    @field_serializer("addresses")
-    def _addresses_as_set(self, addresses: Iterable[str]) -> set[str]:
-        return set(addresses)  # (kept compact, see roles.footprint; dumped as the set it reads as)
+    _addresses_as_set = field_serializer("addresses")(addresses_as_set)  # (kept compact: see roles.footprint)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -205,13 +203,9 @@ class Role(MetaGPTSDK, Inbox, Model):
             self._set_react_mode(react_mode, max_react_loop if max_react_loop is not None else 1)
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
-        # the fields-set (which fields were given: 728 bytes) and the empty extras are the ones every role
-        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox;
-        # so are its private attributes (272 bytes): setting one swaps too (see roles.footprint)
-        share_model_state(self)
-        if self.__pydantic_private__ is not None:
-            object.__setattr__(self, "__pydantic_private__", shared_private(self.__pydantic_private__))
-        compact_fields(self)  # (its field dict: the keys once per class, see roles.footprint)
+        # its fields-set, extras and private attributes are the ones every role with the same shares, its
+        # field dict key-sharing (a million roles of a class: one set, one dict); see roles.footprint
+        compact_role(self)
 
     def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
         """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
@@ -270,13 +264,6 @@ class Role(MetaGPTSDK, Inbox, Model):
     @property
     def env(self) -> Any:
         return self.rc.env
-
-    def set_addresses(self, addresses: Iterable[str]) -> None:
-        """Answer to these names (a set to read, immutable: set others with this; see roles.footprint)."""
-        self._set_field("addresses", compact_addresses(self.name, addresses))
-        env = self.rc.env
-        if env is not None and hasattr(env, "set_addresses"):
-            env.set_addresses(self, self.addresses)
 
     @property
     def _setting(self) -> str:
