@@ -3,8 +3,9 @@
 The environment owns the history and the rules of a round; a runtime owns the roles.
 
 * In-process (the default, ``runtime=None`` or ``"local"``): the roles are the
-  environment's own objects and a round is an ``asyncio.gather`` of their turns on one
-  event loop — :meth:`Environment.run`, unchanged and as fast as it was.
+  environment's own objects and a round runs their turns side by side on one event loop
+  (at most ``max_concurrent_turns`` at once, :mod:`environment.turns`) —
+  :meth:`Environment.run`, unchanged and as fast as it was.
 * :class:`~environment.ray_runtime.RayRuntime` (``"ray"``): roles are placed in groups
   on Ray actors; the environment hands it each message to deliver and asks it to run a
   round, which is a barrier across all actors.
