@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from functools import partial
 from typing import Any, Literal
 
 from loguru import logger
@@ -12,6 +12,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializeAsAny,
+    field_validator,
     model_validator,
 )
 
@@ -25,10 +26,12 @@ from rolecast.errors import ActionFailed, ApprovalPending, BudgetExceeded, Rolec
 from rolecast.runs.log import RunLog
 from rolecast.runs.store import ROUND_FINISHED, ROUND_STARTED
 from roles import Role
+from roles.footprint import Addresses
 from roles.inbox import hears_everything
 from roles.role_context import SkipLedger
 
 from .runtime import Runtime, logged_turn
+from .turns import DEFAULT_MAX_CONCURRENT_TURNS, check_concurrency, run_turns
 
 
 class _BusState:
@@ -118,11 +121,15 @@ class Environment(Model):
     errors: list[RolecastError] = Field(default_factory=list, exclude=True)
     #: where the roles run: None in this process; a :class:`~environment.runtime.Runtime` (Ray) elsewhere
     runtime: Runtime | None = Field(default=None, exclude=True)
+    #: how many turns of a round run at once in this process (each in a task; the others start, in the
+    #: roles' order, as turns finish): a round of a million roles holds this many tasks, not a million
+    max_concurrent_turns: int = Field(default=DEFAULT_MAX_CONCURRENT_TURNS, exclude=True)
 
     #: address → the role answering to it, or the list of them when several do (a list of one per role
     #: name cost 88 bytes a role)
     _by_address: dict[str, Role | list[Role]] = PrivateAttr(default_factory=dict)
-    _indexed: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    #: role name → the addresses it is indexed under (the role's own immutable ones, or a tuple of them)
+    _indexed: dict[str, Collection[str]] = PrivateAttr(default_factory=dict)
     #: the bus's state: outbox, run log, ready roles, watcher index, ledger
     bus: _BusState = Field(default_factory=lambda: _BusState(), exclude=True, repr=False)
 
@@ -142,6 +149,11 @@ class Environment(Model):
         if isinstance(dumped.get("roles"), dict):
             dumped["roles"] = RoleMap(dumped["roles"])
         return dumped
+
+    @field_validator("max_concurrent_turns", mode="before")
+    @classmethod
+    def _check_concurrency(cls, value: Any) -> int:
+        return check_concurrency(value, "Environment")
 
     @model_validator(mode="after")
     def _wire_roles(self) -> Environment:
@@ -286,7 +298,8 @@ class Environment(Model):
                     del by_address[address]
             elif held is role:
                 del by_address[address]
-        addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
+        if type(addresses) is not Addresses and type(addresses) is not frozenset:  # (kept as it is: immutable)
+            addresses = tuple(dict.fromkeys(addresses))  # (a tuple, in order: a set per role cost 216 bytes)
         self._indexed[role.name] = addresses
         for address in addresses:
             held = by_address.get(address)
@@ -408,7 +421,8 @@ class Environment(Model):
 
     # ------------------------------------------------------------------ run
     async def run(self, k: int = 1) -> None:
-        """Run ``k`` rounds; in each, every role with news takes its turn concurrently.
+        """Run ``k`` rounds; in each, every role with news takes its turn concurrently (at most
+        ``max_concurrent_turns`` turns at once, started in the roles' order).
 
         Only roles whose inbox received something since their last turn are looked at
         (the inbox tells the environment), so a round costs what its active roles do,
@@ -424,17 +438,17 @@ class Environment(Model):
             log = self.bus.run_log
             if log is not None and log.idle:  # nobody reads the turns' events
                 log = None
+            limit = check_concurrency(self.max_concurrent_turns, "Environment")  # (set after it was made)
             self.bus.outbox = []
             try:
                 if log is None:
-                    results = await asyncio.gather(*(r.run() for r in active), return_exceptions=True)
+                    results = await run_turns(_run_role, active, limit)
                 else:
                     # the round's start and messages ride with its calls' commits and its end (one
                     # write, before any message is delivered)
                     with log.hold():
                         log.emit(ROUND_STARTED, {"roles": [r.name for r in active]})
-                        turns = (logged_turn(role, log, in_round=True) for role in active)
-                        results = await asyncio.gather(*turns, return_exceptions=True)
+                        results = await run_turns(partial(logged_turn, log=log, in_round=True), active, limit)
                         # each turn that finished, with its message (a failed one logged its failure)
                         log.emit(ROUND_FINISHED, {"messages": len(self.bus.outbox or ()), "turns": {
                             role.name: (rsp.id if rsp is not None else None)
@@ -478,6 +492,10 @@ class Environment(Model):
             assert isinstance(error, RolecastError)
             self.errors.append(error)
             logger.error("{} failed this round and the team goes on: {}", role, error)
+
+
+def _run_role(role: Role) -> Any:
+    return role.run()  # (its class's run: an override too)
 
 
 def _typed(role: Role, failure: BaseException) -> BaseException:

@@ -2,7 +2,7 @@
 
 :class:`RoleWorker` is a plain class; :class:`~environment.ray_runtime.RayRuntime`
 turns it into an actor. It holds its roles behind a :class:`WorkerBus` (what a role
-sees as its environment), runs a round's turns with ``asyncio.gather`` exactly like
+sees as its environment), runs a round's turns side by side (at most 4,096 at once) like
 the in-process environment, and hands back what its roles published. Every model call
 on the worker takes the seam's metered path with the worker's run log: answered from the
 log when it holds the call (a restarted worker re-executes its roles' past turns without
@@ -39,6 +39,7 @@ from roles import Role
 
 from .ray_mail import Batch, Mailroom, Routing, in_order
 from .runtime import logged_turn
+from .turns import DEFAULT_MAX_CONCURRENT_TURNS, run_turns
 
 #: a round's mail for one worker from the driver (messages published outside the workers):
 #: who receives, and the message
@@ -347,7 +348,7 @@ class RoleWorker:
             self.log.round = round_no
         active = [role for role in roles.values() if not role.is_idle]
         self.bus.outbox = []
-        results = await asyncio.gather(*(self._turn(role) for role in active), return_exceptions=True)
+        results = await run_turns(self._turn, active, DEFAULT_MAX_CONCURRENT_TURNS)  # (as in process, bounded)
         failures: dict[str, BaseException] = {}
         for role, result in zip(active, results, strict=True):
             if isinstance(result, BaseException):

@@ -3,8 +3,9 @@
 The environment owns the history and the rules of a round; a runtime owns the roles.
 
 * In-process (the default, ``runtime=None`` or ``"local"``): the roles are the
-  environment's own objects and a round is an ``asyncio.gather`` of their turns on one
-  event loop — :meth:`Environment.run`, unchanged and as fast as it was.
+  environment's own objects and a round runs their turns side by side on one event loop
+  (at most ``max_concurrent_turns`` at once, :mod:`environment.turns`) —
+  :meth:`Environment.run`, unchanged and as fast as it was.
 * :class:`~environment.ray_runtime.RayRuntime` (``"ray"``): roles are placed in groups
   on Ray actors; the environment hands it each message to deliver and asks it to run a
   round, which is a barrier across all actors.
@@ -104,7 +105,7 @@ async def logged_turn(role: Role, log: RunLog, *, in_round: bool = False) -> Mes
     """One role's turn, logged: started, then finished (with its message) or failed (every runtime).
 
     ``in_round=True``: the round's own events hold this turn's start and end — the in-process
-    runtime starts every turn of a round at once and gathers them, so its ``round_started``
+    runtime runs a round's turns side by side (environment.turns), so its ``round_started``
     names the turns it starts and its ``round_finished`` each turn that finished, with the
     message it returned. The start and the end are then only passed to the log's subscribers
     (a console, traces), not written again. A failure is written as its own event either way.

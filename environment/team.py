@@ -48,13 +48,14 @@ from .environment import Environment
 from .runtime import Runtime
 from .serialize import dump_costs, dump_role, is_plain_dump, load_costs, load_role, read_team, write_team
 from .team_parts import ON_ERROR, History, OnError, _check_budget_value, _check_idea, _runtime, default_on_error
+from .turns import check_concurrency
 
 #: ``Team(store=DEFAULT)``: ``$ROLECAST_STORE`` or ``./.rolecast/runs.db``
 DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
     {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
-     "reuse", "fork", "at", "compaction"}
+     "reuse", "fork", "at", "compaction", "max_concurrent_turns"}
 )
 
 
@@ -129,6 +130,10 @@ class Team(Model):
     ``compaction`` (True, a :class:`~roles.fitting.Compaction` or a dict of its fields): every role's
     older messages are summarised past a share of its window (a role's own setting comes first).
 
+    ``max_concurrent_turns``: how many turns of a round run at once in this process (default 4,096;
+    the others start in the roles' order as turns finish), so that a round of a million roles holds
+    thousands of turns — and model calls — in flight, not a million tasks.
+
     ``round_timeout`` and ``run_timeout`` (seconds, optional) are deadlines: a round
     or the whole :meth:`run` that takes longer is cancelled and raises
     :class:`~rolecast.errors.DeadlineExceeded`. Each model call has its own deadline
@@ -173,6 +178,7 @@ class Team(Model):
         fork: str | None = None,
         at: int | None = None,
         compaction: Any = None,
+        max_concurrent_turns: int | None = None,
         **data: Any,
     ):
         policy = on_error if on_error is not None else default_on_error()
@@ -216,6 +222,8 @@ class Team(Model):
             self.env.context.kwargs.set("compaction", as_compaction(compaction))
         if env_desc is not None:
             self.env.desc = env_desc
+        if max_concurrent_turns is not None:
+            self.env.max_concurrent_turns = check_concurrency(max_concurrent_turns, "Team")
         self.env.context.cost_manager.max_budget = self.investment
         self._store_spec = store
         self._durability = durability

@@ -53,7 +53,8 @@ class Post(Action):
 class Agent(Role):
     """A member of the network: posts to its followers whenever it read something new."""
 
-    followers: list[str] = []
+    #: whom it posts to: one frozenset, which every post it sends holds as its ``send_to`` (kept as given)
+    followers: frozenset[str] = frozenset()
 
     def __init__(self, **kwargs: object):
         super().__init__(**kwargs)
@@ -66,7 +67,7 @@ class Agent(Role):
 
     async def _act(self) -> Message:
         message = await super()._act()
-        message.send_to = set(self.followers)
+        message.send_to = self.followers
         return message
 
 
@@ -74,12 +75,12 @@ def describe(role: Role) -> dict[str, object] | None:
     """The keywords that make an agent: a Ray worker builds it from them (nothing pickled per agent)."""
     if not isinstance(role, Agent):
         return None
-    return {"name": role.name, "profile": role.profile, "followers": role.followers}
+    return {"name": role.name, "profile": role.profile, "followers": sorted(role.followers)}
 
 
 def followed_by(role: Role) -> list[str]:
     """Whom an agent posts to: Ray places the agents that talk on one actor."""
-    return list(getattr(role, "followers", []))
+    return sorted(getattr(role, "followers", ()))
 
 
 def ray_runtime(address: str | None = None, **kwargs: object) -> RayRuntime:

@@ -3,6 +3,7 @@ of its turn (``_observe``), remembers and publishes. A mixin of :class:`~roles.R
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from loguru import logger
 from memory import MESSAGE_ROUTE_TO_ALL, Message
 from rolecast.core.classes import unshare_for
 
+from .footprint import SharedPrivate, compact_addresses, shared_private
 from .role_context import RoleContext
 
 #: attributes whose change the environment's watcher index hears of (see :meth:`Inbox.__setattr__`)
@@ -77,11 +79,22 @@ class Inbox:
     def __setattr__(self, name: str, value: Any) -> None:
         """Set an attribute; a new context (its watch list and inbox) or a new
         ``observe_all_msg_from_buffer`` brings the environment's watcher index up to date."""
+        if name[:1] == "_":
+            private = self.__pydantic_private__  # type: ignore[attr-defined]
+            if type(private) is SharedPrivate and name in type(self).__private_attributes__:  # type: ignore[attr-defined]
+                object.__setattr__(self, "__pydantic_private__", shared_private({**private, name: value}))
+                return
         env = self._env_to_rewire() if name in _WIRED else None
         unshare_for(self, name)  # (the fields-set and extras are shared: see Role.__init__)
         super().__setattr__(name, value)
         if env is not None:
             env.rewire_role(self)
+
+    def __delattr__(self, name: str) -> None:
+        private = self.__pydantic_private__  # type: ignore[attr-defined]
+        if type(private) is SharedPrivate and name in private:  # (not in the dict other roles share)
+            object.__setattr__(self, "__pydantic_private__", dict(private))
+        super().__delattr__(name)
 
     def _set_field(self, name: str, value: Any) -> None:
         """``self.name = value`` for a plain field, as pydantic sets one (the value in the instance's dict,
@@ -104,6 +117,14 @@ class Inbox:
         old = self.__dict__.get("rc")
         env = old.env if old is not None else None
         return env if callable(getattr(env, "rewire_role", None)) else None
+
+    def set_addresses(self, addresses: Iterable[str]) -> None:
+        """Answer to these names: ``addresses`` reads as their set (immutable: set others with this; kept
+        compact, see :class:`roles.footprint.Addresses`); the environment indexes them."""
+        self._set_field("addresses", compact_addresses(self.name, addresses))
+        env = self.rc.env
+        if env is not None and hasattr(env, "set_addresses"):
+            env.set_addresses(self, self.addresses)
 
     def put_message(self, message: Message | None) -> None:
         """Put a message into this role's inbox (read at its next turn).

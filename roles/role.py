@@ -32,6 +32,7 @@ from pydantic import (
     PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidatorFunctionWrapHandler,
+    field_serializer,
     model_serializer,
     model_validator,
 )
@@ -43,7 +44,7 @@ from actions.plan_and_act import PlanRunner
 from actions.plan_and_act.runner import ask_a_person
 from memory import LongTermMemory, Message, any_to_str
 from rolecast.context import Context, current_context
-from rolecast.core.classes import class_path, share_model_state
+from rolecast.core.classes import class_path
 from rolecast.core.config import Config
 from rolecast.core.misuse import checks_keywords, reject_unknown_keywords
 from rolecast.core.models import Model
@@ -66,6 +67,7 @@ from .fitting import (
     history_for_action,
     state_prompt,
 )
+from .footprint import addresses_as_set, compact_role
 from .inbox import Inbox
 from .prompts import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, PREFIX_TEMPLATE_NO_GOAL, STATE_TEMPLATE  # noqa: F401 - re-exported
 from .role_context import RoleContext, RoleReactMode
@@ -136,8 +138,6 @@ class Role(MetaGPTSDK, Inbox, Model):
     _config_llm: BaseLLM | None = PrivateAttr(default=None)
     #: the identity prompts this role gave its actions (refreshed by set_env; others' are kept)
     _given_prefixes: tuple[str, ...] = PrivateAttr(default=())
-    #: reactions finished: a by_order turn whose _act ran one of its own ends there
-    _reactions: int = PrivateAttr(default=0)
 
     # a role is an entity: hashable by identity (SubscriptionRunner and member_addrs key by role)
     __hash__ = object.__hash__
@@ -147,6 +147,8 @@ class Role(MetaGPTSDK, Inbox, Model):
         # a dump records the role's class and its actions (a shared one as this role runs it, left shared)
         return {CLASS_KEY: class_path(self), **handler(self), "actions": [
             (self._bind(a) if a.is_shared else a).model_dump(mode="json") for a in raw_actions(self.actions)]}
+
+    _addresses_as_set = field_serializer("addresses")(addresses_as_set)  # (kept compact: see roles.footprint)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -201,9 +203,9 @@ class Role(MetaGPTSDK, Inbox, Model):
             self._set_react_mode(react_mode, max_react_loop if max_react_loop is not None else 1)
         elif max_react_loop is not None:
             self.rc.max_react_loop = max_react_loop
-        # the fields-set (which fields were given: 728 bytes) and the empty extras are the ones every role
-        # with the same shares (a million roles of a class: one set); setting a field swaps, see Inbox
-        share_model_state(self)
+        # its fields-set, extras and private attributes are the ones every role with the same shares, its
+        # field dict key-sharing (a million roles of a class: one set, one dict); see roles.footprint
+        compact_role(self)
 
     def _restore_context(self, rc: RoleContext | dict[str, Any]) -> None:
         """Take the saved runtime state (memory, state, watch list, react mode) of a dump."""
@@ -262,12 +264,6 @@ class Role(MetaGPTSDK, Inbox, Model):
     @property
     def env(self) -> Any:
         return self.rc.env
-
-    def set_addresses(self, addresses: Iterable[str]) -> None:
-        self.addresses = set(addresses)
-        env = self.rc.env
-        if env is not None and hasattr(env, "set_addresses"):
-            env.set_addresses(self, self.addresses)
 
     @property
     def _setting(self) -> str:
@@ -472,7 +468,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         taken = 0
         rsp: Message | None = None
         by_order = self.rc.react_mode == RoleReactMode.BY_ORDER
-        reactions = self._reactions
+        reactions = self.rc.reactions
         while taken < self.rc.max_react_loop:
             if not await self._think():
                 break
@@ -481,7 +477,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             # the default _act runs the action through perform itself; an override is wrapped in it
             rsp = await (perform(self, todo, invoke=self._act) if self._overrides_act() else self._act())
             taken += 1
-            if by_order and self._reactions != reactions:
+            if by_order and self.rc.reactions != reactions:
                 # _act ran a reaction of its own (MetaGPT 0.8's TutorialAssistant: set_actions, then
                 # `await super().react()`): that ran the actions it set, so this turn is done, as in
                 # MetaGPT, whose by_order turn runs the actions it had when it began
@@ -534,7 +530,7 @@ class Role(MetaGPTSDK, Inbox, Model):
             rc.set_state(rc.state, None)  # the failed action's state is kept; nothing is left to do
             raise
         self._set_state(-1)
-        self.__pydantic_private__["_reactions"] += 1  # type: ignore[index]  # (+= 1 without pydantic's calls)
+        rc.reactions += 1
         return rsp
 
     async def run(self, with_message: str | Message | list[str] | None = None) -> Message | None:

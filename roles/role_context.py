@@ -390,7 +390,7 @@ class RoleContext:
     """
 
     __slots__ = ("_listener", "_owner", "_watch", "env", "max_react_loop", "memory", "msg_buffer", "news",
-                 "react_mode", "state", "todo")
+                 "react_mode", "reactions", "state", "todo")
 
     def __init__(self, **data: Any) -> None:
         unknown = set(data) - _FIELDS
@@ -404,6 +404,8 @@ class RoleContext:
         self.env: Any = runtime.get("env")
         self.todo: Action | None = runtime.get("todo")
         self.news: list[Message] = runtime.get("news", [])
+        #: the role's reactions finished (a by_order turn whose _act ran one of its own ends there)
+        self.reactions = 0
         if saved is None:
             self.msg_buffer = MessageQueue()
             self.memory = Memory()

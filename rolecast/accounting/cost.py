@@ -126,9 +126,10 @@ class Reservation:
         values["free"] = free
 
 
-@dataclass
+@dataclass(slots=True)
 class UsageTotals:
-    """Running totals for one role, one model or the whole team."""
+    """Running totals for one role, one model or the whole team (slotted: a team of a million roles
+    keeps a million of these)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -156,7 +157,8 @@ def _add_to(
     for t in totals:
         t.prompt_tokens += prompt_tokens
         t.completion_tokens += completion_tokens
-        t.cost += cost
+        if cost:  # (a free call leaves the shared 0.0: `+= 0.0` made a float a role)
+            t.cost += cost
         if failed:
             t.failed += 1
         else:
