@@ -9,12 +9,12 @@ who reads or changes a message through its API; only its storage is shared.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from pydantic import BaseModel
 
+from rolecast.core.compact import key_sharing_template
 from rolecast.runs.events import MESSAGE_ROUTE_TO_ALL
 
 #: the fields of a message, in their declared order (the order of its field dict)
@@ -111,36 +111,8 @@ def thaw_fields(message: BaseModel) -> None:
 
 
 # ------------------------------------------------------------------ the field dict
-class _FieldHolder:
-    __slots__ = ("__dict__",)
-
-
-def _key_sharing_template(names: tuple[str, ...]) -> dict[str, Any]:
-    """A dict of ``names`` (all None) whose copies share its key table (a "split" dict, PEP 412):
-    a copy holds only its values, 160 bytes for a message's eight fields where a dict of its own
-    holds 280. CPython makes such a dict for an object's attributes: set one by one on instances of
-    a class of its own; the values part shrinks over the first few instances to the names' count.
-    Where the interpreter does not share (another version), the copies are plain dicts."""
-    plain = dict.fromkeys(names)
-    template, size = plain, sys.getsizeof(plain)
-    for _ in range(64):
-        holder = _FieldHolder()
-        for name in names:
-            setattr(holder, name, None)
-        shared = holder.__dict__
-        if list(shared) != list(names):
-            break
-        copied = sys.getsizeof(shared.copy())
-        if copied >= size:
-            if template is not plain:
-                break  # as small as it gets
-            continue
-        template, size = shared, copied
-    return template
-
-
 #: a message's field dict is a copy of this (fields in their order, values filled in)
-FIELDS_TEMPLATE = _key_sharing_template(MESSAGE_FIELDS)
+FIELDS_TEMPLATE = key_sharing_template(MESSAGE_FIELDS) or dict.fromkeys(MESSAGE_FIELDS)
 
 
 def compact_fields(fields: dict[str, Any]) -> dict[str, Any]:

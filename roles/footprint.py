@@ -10,18 +10,19 @@ cost them most of their bytes. Two helpers, both run at the end of ``Role.__init
   are its name and a frozenset of the others that the roles of a class and profile share.
 * :func:`compact_fields`: the field dict pydantic builds (18 keys, 464 bytes) becomes a key-sharing
   dict of the same keys and values (CPython's instance-dict layout: the keys once per class, each
-  role its values, 272 bytes); it is still the role's ``__dict__``, read and set as before.
+  role its values, 216 bytes; see :mod:`rolecast.core.compact`); it is still the role's
+  ``__dict__``, read and set as before.
 """
 
 from __future__ import annotations
 
-import sys
 import weakref
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from rolecast.core.classes import share_model_state, shared_names
+from rolecast.core.compact import key_sharing_template
 
 
 class SharedPrivate(dict[str, Any]):
@@ -131,18 +132,6 @@ def addresses_as_set(self: Any, addresses: Iterable[str]) -> set[str]:
 _KEY_SHARING: dict[tuple[str, ...], dict[str, Any] | None] = {}
 
 
-def _key_sharing_template(keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """A dict whose keys are ``keys`` in the layout CPython gives an instance's attributes (made on an
-    instance of a class made for it: its keys are stored once, in the class), if that is smaller."""
-    blank = type("FieldKeys", (), {})()
-    for key in keys:
-        setattr(blank, key, None)
-    template: dict[str, Any] = blank.__dict__.copy()
-    if tuple(template) != keys or sys.getsizeof(template) >= sys.getsizeof(dict.fromkeys(keys)):
-        return None
-    return template
-
-
 def compact_fields(model: Any) -> None:
     """Store ``model``'s field dict in the key-sharing layout (see the module docstring), if smaller."""
     fields = model.__dict__
@@ -150,7 +139,7 @@ def compact_fields(model: Any) -> None:
     if keys in _KEY_SHARING:
         template = _KEY_SHARING[keys]
     else:
-        template = _KEY_SHARING[keys] = _key_sharing_template(keys)
+        template = _KEY_SHARING[keys] = key_sharing_template(keys)
     if template is not None:
         compact = template.copy()
         compact.update(fields)
