@@ -224,8 +224,10 @@ class RunLog:
             event.seal()
         with self._lock:  # (a thread's event must not slip past a write taking the list)
             self._pending.append(event)
-        if event.kind in DURABLE_KINDS or len(self._pending) >= BATCH_EVENTS:
+        if event.kind in DURABLE_KINDS:
             self.flush()
+        elif len(self._pending) >= BATCH_EVENTS:
+            self.flush(behind=True)
         elif not self._held:
             self._flush_soon()
 
@@ -285,7 +287,7 @@ class RunLog:
         sequential chain (each call waits for the one before, so every turn of the event loop holds
         one call) that is one transaction per many calls instead of one per call."""
         if len(self._pending) >= BATCH_EVENTS:
-            self.flush()
+            self.flush(behind=True)
             return
         if self._flush_on is not None and not self._flush_on.is_closed():
             return  # a write this turn takes them along
@@ -302,11 +304,16 @@ class RunLog:
         self._later = None
         self._scheduled_flush()
 
-    def flush(self) -> None:
+    def flush(self, *, behind: bool = False) -> None:
         """Write every pending event to the store now: durable when this returns.
 
         When the write fails, the events stay pending (the next write tries them again) and the
-        error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
+        error is raised here and to the callers waiting for them (:meth:`commit_call`).
+
+        ``behind=True`` (a full batch, :data:`BATCH_EVENTS`): the store may finish writing them after
+        this returns (:meth:`RunStore.extend_behind <rolecast.runs.base.RunStore.extend_behind>`: the
+        SQLite store, in a thread), when nobody waits for them — every event of such a batch is staged
+        already (a model call) or may be re-derived; the next write, and every read, comes after it."""
         later, self._later = self._later, None
         if later is not None:
             later.cancel()
@@ -319,7 +326,10 @@ class RunLog:
         if pending:
             try:
                 assert self.store is not None
-                self.store.extend(pending)
+                if behind and not waiters:
+                    self.store.extend_behind(pending)
+                else:
+                    self.store.extend(pending)
             except BaseException as exc:
                 with self._lock:
                     self._pending = pending + self._pending
