@@ -34,9 +34,10 @@ DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
 WAL_CHECKPOINT_PAGES = 8192
 #: a batch written behind (:meth:`SQLiteRunStore.extend_behind`) is written at once instead when the
 #: journal holds this much: its events are then all the journal holds that is not in the database, and
-#: the journal is emptied with it (the journal cannot be emptied while the caller stages more events
-#: during a write behind it), so it stays this small however long the run
-BEHIND_BYTES = 16 << 20
+#: the journal is emptied with it (it cannot be emptied while the caller stages more events during a
+#: write behind it), so the file stays this small however long the run (the process keeps in memory
+#: only the part not in the database: see Journal.committed)
+BEHIND_BYTES = 64 << 20
 
 class SQLiteRunStore(RunStore):
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
