@@ -155,3 +155,29 @@ def test_a_batch_written_behind_that_failed_is_written_again_first_by_the_next_w
         assert store._journal is not None and store._journal.folded == store._journal.size
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("journal_on", [True, False])
+def test_a_store_that_writes_behind_is_sent_smaller_batches(tmp_path, monkeypatch, journal_on):
+    # 1,200 agents: a round logs 2,400 events, in batches of BEHIND_EVENTS written behind; without a
+    # journal the store writes at once, in batches up to BATCH_EVENTS (the calls answered in one turn
+    # of the event loop, all 1,200 of them, share one commit)
+    sizes: list[int] = []
+    extend = SQLiteRunStore._extend
+
+    def spy(self, events):
+        sizes.append(len(events))
+        return extend(self, events)
+
+    monkeypatch.setattr(SQLiteRunStore, "_extend", spy)
+    store = SQLiteRunStore(tmp_path / "runs.db", journal=journal_on)
+    assert store.writes_behind is journal_on
+    team = simulation.build_team(1200, llm=simulation.instant_model(), store=store)
+    try:
+        asyncio.run(simulation.simulate(team, 2))
+    finally:
+        team.close()
+    if journal_on:
+        assert max(sizes) == run_log.BEHIND_EVENTS < run_log.BATCH_EVENTS
+    else:
+        assert run_log.BEHIND_EVENTS < max(sizes) <= run_log.BATCH_EVENTS

@@ -97,6 +97,12 @@ class RunStore(ABC):
         caller then ``extend``s them and waits. The SQLite store does it with its journal."""
         return False
 
+    @property
+    def writes_behind(self) -> bool:
+        """Whether :meth:`extend_behind` writes after it returns (then the run log sends it smaller
+        batches: :data:`~rolecast.runs.log.BEHIND_EVENTS`); False by default."""
+        return False
+
     def extend_behind(self, events: Sequence[RunEvent]) -> None:
         """``extend(events)``, possibly finished after this returns (the caller goes on meanwhile): for
         events that are durable already (:meth:`stage`) or may be re-derived. Every other call of the

@@ -193,6 +193,11 @@ class SQLiteRunStore(RunStore):
         self._settle()
         self._extend(events)
 
+    @property
+    def writes_behind(self) -> bool:
+        """True when the store keeps a journal (then a batch's model calls are durable before it is written)."""
+        return self._journals is not None
+
     def extend_behind(self, events: Sequence[RunEvent]) -> None:
         """``extend(events)`` in a thread of its own, started before this returns (after the batch
         before it is written): the caller goes on while SQLite writes. For events staged already
