@@ -38,6 +38,11 @@ WAL_CHECKPOINT_PAGES = 8192
 #: write behind it), so the file stays this small however long the run (the process keeps in memory
 #: only the part not in the database: see Journal.committed)
 BEHIND_BYTES = 64 << 20
+#: rows a statement inserts at most (see SQLiteRunStore._insert_rows)
+INSERT_ROWS = 256
+_EVENTS_INSERT = "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES "
+_TEXTS_INSERT = "INSERT OR IGNORE INTO texts (key, text) VALUES "
+_statements: dict[tuple[str, int], str] = {}
 
 class SQLiteRunStore(RunStore):
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
@@ -281,17 +286,16 @@ class SQLiteRunStore(RunStore):
     def _insert(self, events: Sequence[RunEvent], payloads: list[str]) -> int:
         """Insert the rows (in the open transaction) and, when ``events`` include staged ones, record
         how far the journal is in the database with them; that offset."""
-        rows = []
+        values: list[Any] = []
+        next_seq = self._next_seq
         for event, payload in zip(events, payloads, strict=True):
-            event.seq = self._next_seq(event.run_id)
-            rows.append((event.run_id, event.seq, event.ts, event.kind, event.round, event.role, payload))
-        self._db.executemany(
-            "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
-        )
+            event.seq = seq = next_seq(event.run_id)
+            values += (event.run_id, seq, event.ts, event.kind, event.round, event.role, payload)
+        self._insert_rows(_EVENTS_INSERT, 7, values)
         texts = new_texts(events)
         if texts:  # in key order: a batch's keys that share a page of the index update it together
             texts.sort()
-            self._db.executemany("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", texts)
+            self._insert_rows(_TEXTS_INSERT, 2, [value for row in texts for value in row])
         journal = self._journal
         if journal is None:
             return 0
@@ -300,6 +304,22 @@ class SQLiteRunStore(RunStore):
         if folded != journal.folded:
             self._db.execute("UPDATE journals SET folded = ? WHERE name = ?", (folded, journal.name))
         return folded
+
+    def _insert_rows(self, head: str, width: int, values: list[Any]) -> None:
+        """Rows of ``width`` values each, inserted in statements of many rows: each statement is one
+        call into SQLite, which lets go of the interpreter's lock for all of it (``executemany`` takes
+        it back after every row, so that a thread writing behind would wait for the event loop at each
+        one). Full statements of :data:`INSERT_ROWS` rows, then powers of two: a few statement texts,
+        each prepared once."""
+        most = min(INSERT_ROWS, self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        rows, at = len(values) // width, 0
+        while at < rows:
+            n = min(most, 1 << ((rows - at).bit_length() - 1))
+            sql = _statements.get((head, n))
+            if sql is None:
+                sql = _statements[(head, n)] = head + ", ".join(["(" + ", ".join("?" * width) + ")"] * n)
+            self._db.execute(sql, values[at * width:(at + n) * width])
+            at += n
 
     # ------------------------------------------------------------------ journal
     def _open_journal(self) -> _journal.Journal | None:
