@@ -181,3 +181,18 @@ def test_a_store_that_writes_behind_is_sent_smaller_batches(tmp_path, monkeypatc
         assert max(sizes) == run_log.BEHIND_EVENTS < run_log.BATCH_EVENTS
     else:
         assert run_log.BEHIND_EVENTS < max(sizes) <= run_log.BATCH_EVENTS
+
+
+@pytest.mark.parametrize(("count", "rows"), [(1000, 256), (37, 4), (1, 256)])
+def test_a_batch_is_inserted_in_statements_of_many_rows_and_reads_back_in_order(tmp_path, monkeypatch, count, rows):
+    monkeypatch.setattr(sqlite, "INSERT_ROWS", rows)
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    try:
+        events = [RunEvent("r", MESSAGE, {"message": {"id": str(i)}}, role=f"a{i}") for i in range(count)]
+        store.extend(events[:count // 2])
+        store.extend(events[count // 2:])
+        back = list(store.events("r"))
+        assert [(e.seq, e.role, e.data["message"]["id"]) for e in back] == [
+            (i + 1, f"a{i}", str(i)) for i in range(count)]
+    finally:
+        store.close()

@@ -26,8 +26,11 @@ from .behind import WriteBehind
 from .events import FORMAT_VERSION, TEXTS, RunEvent
 from .lease import LEASE_TTL, Holder, gone
 from .requests import new_texts
+from .sqlite_schema import EVENTS_INSERT as _EVENTS_INSERT
 from .sqlite_schema import ORPHANS as _ORPHANS
 from .sqlite_schema import SCHEMA as _SCHEMA
+from .sqlite_schema import TEXTS_INSERT as _TEXTS_INSERT
+from .sqlite_schema import insert_sql, variables
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
 #: the WAL is copied into the database file once it holds this many pages (4 KiB each)
@@ -36,13 +39,10 @@ WAL_CHECKPOINT_PAGES = 8192
 #: journal holds this much: its events are then all the journal holds that is not in the database, and
 #: the journal is emptied with it (it cannot be emptied while the caller stages more events during a
 #: write behind it), so the file stays this small however long the run (the process keeps in memory
-#: only the part not in the database: see Journal.committed)
+#: only the part not in the database: see Journal.committed). 0: every batch is written at once
 BEHIND_BYTES = 64 << 20
 #: rows a statement inserts at most (see SQLiteRunStore._insert_rows)
 INSERT_ROWS = 256
-_EVENTS_INSERT = "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES "
-_TEXTS_INSERT = "INSERT OR IGNORE INTO texts (key, text) VALUES "
-_statements: dict[tuple[str, int], str] = {}
 
 class SQLiteRunStore(RunStore):
     """The embedded run store: one SQLite file (stdlib ``sqlite3``) in WAL mode.
@@ -77,6 +77,7 @@ class SQLiteRunStore(RunStore):
         # its whole transaction, while the caller stages more events
         self._journal_lock = threading.Lock()
         self._behind = WriteBehind(f"run store {self.path}")  # batches written in a thread (extend_behind)
+        self._order = threading.Lock()  # writes from several threads: each waits for the batch before it
         self._next: dict[str, int] = {}
         self._journals = None
         self._journal: _journal.Journal | None = None
@@ -195,8 +196,9 @@ class SQLiteRunStore(RunStore):
         return True
 
     def extend(self, events: Sequence[RunEvent]) -> None:
-        self._settle()
-        self._extend(events)
+        with self._order:
+            self._settle()
+            self._extend(events)
 
     @property
     def writes_behind(self) -> bool:
@@ -211,14 +213,13 @@ class SQLiteRunStore(RunStore):
         the batch first; a batch that failed is tried again by the next call that writes, which
         raises the error when it fails again. Written at once, here, when the store keeps no journal
         or the journal holds :data:`BEHIND_BYTES` (then emptied with it)."""
-        if not events:
-            return
-        self._settle()
-        journal = self._journal
-        if journal is None or journal.size >= BEHIND_BYTES:
-            self._extend(events)
-            return
-        self._behind.start(self._extend, events)
+        with self._order:
+            self._settle()
+            journal = self._journal
+            if not events or journal is None or journal.size >= BEHIND_BYTES:
+                self._extend(events)
+            else:
+                self._behind.start(self._extend, events)
 
     def _settle(self) -> None:
         """Wait for the batch written behind, if any (see :class:`~rolecast.runs.behind.WriteBehind`)."""
@@ -306,19 +307,15 @@ class SQLiteRunStore(RunStore):
         return folded
 
     def _insert_rows(self, head: str, width: int, values: list[Any]) -> None:
-        """Rows of ``width`` values each, inserted in statements of many rows: each statement is one
-        call into SQLite, which lets go of the interpreter's lock for all of it (``executemany`` takes
-        it back after every row, so that a thread writing behind would wait for the event loop at each
-        one). Full statements of :data:`INSERT_ROWS` rows, then powers of two: a few statement texts,
-        each prepared once."""
-        most = min(INSERT_ROWS, self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+        """Rows of ``width`` values each, in statements of :data:`INSERT_ROWS` rows, then powers of two (a
+        few texts, each prepared once): one call into SQLite each, which lets go of the interpreter's
+        lock for all of it (``executemany`` takes it back after every row: a thread writing behind
+        would wait for the event loop at each one)."""
+        most = min(INSERT_ROWS, variables(self._db) // width)
         rows, at = len(values) // width, 0
         while at < rows:
             n = min(most, 1 << ((rows - at).bit_length() - 1))
-            sql = _statements.get((head, n))
-            if sql is None:
-                sql = _statements[(head, n)] = head + ", ".join(["(" + ", ".join("?" * width) + ")"] * n)
-            self._db.execute(sql, values[at * width:(at + n) * width])
+            self._db.execute(insert_sql(head, width, n), values[at * width:(at + n) * width])
             at += n
 
     # ------------------------------------------------------------------ journal

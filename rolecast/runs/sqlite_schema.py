@@ -1,4 +1,7 @@
-"""The tables of the SQLite run store (:mod:`rolecast.runs.sqlite`), and the query that finds its unused texts."""
+"""The SQL of the SQLite run store (:mod:`rolecast.runs.sqlite`): its tables, its inserts, and the query
+that finds its unused texts."""
+
+import sqlite3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -40,5 +43,24 @@ DELETE FROM texts WHERE key NOT IN (
 )
 """
 
+#: the heads of the store's inserts: ``insert_sql`` adds the rows' placeholders
+EVENTS_INSERT = "INSERT INTO events (run_id, seq, ts, kind, round, role, data) VALUES "
+TEXTS_INSERT = "INSERT OR IGNORE INTO texts (key, text) VALUES "
+_statements: dict[tuple[str, int, int], str] = {}
 
-__all__ = ["ORPHANS", "SCHEMA"]
+
+def insert_sql(head: str, width: int, rows: int) -> str:
+    """``head`` followed by ``rows`` groups of ``width`` placeholders (made once per shape)."""
+    sql = _statements.get((head, width, rows))
+    if sql is None:
+        sql = _statements[(head, width, rows)] = head + ", ".join(["(" + ", ".join("?" * width) + ")"] * rows)
+    return sql
+
+
+def variables(db: sqlite3.Connection) -> int:
+    """How many values one statement may hold (999 where Python cannot ask: before 3.11)."""
+    getlimit = getattr(db, "getlimit", None)
+    return 999 if getlimit is None else int(getlimit(getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", 9)))
+
+
+__all__ = ["EVENTS_INSERT", "ORPHANS", "SCHEMA", "TEXTS_INSERT", "insert_sql", "variables"]
