@@ -41,6 +41,7 @@ def test_a_round_of_many_roles_is_written_in_bounded_batches_and_the_journal_sta
     monkeypatch.setattr(run_log, "BATCH_EVENTS", 40)
     monkeypatch.setattr(journal, "ROTATE_BYTES", 16 * 1024)
     # (a batch written behind, in a thread, leaves the journal to grow up to this before one is written at once)
+    monkeypatch.setattr(sqlite, "WRITE_BEHIND", True)
     monkeypatch.setattr(sqlite, "BEHIND_BYTES", 32 * 1024)
     batches: list[int] = []
     journal_sizes: list[int] = []
@@ -109,6 +110,7 @@ def test_a_full_batch_is_written_behind_in_a_thread_and_a_rounds_end_comes_after
     # batches of 40 events: the round goes on while the store's thread writes one; the round's end is
     # written at once, after every batch of the round (before any of its messages is delivered)
     monkeypatch.setattr(run_log, "BATCH_EVENTS", 40)
+    monkeypatch.setattr(sqlite, "WRITE_BEHIND", True)
     writers: list[bool] = []
     extend = SQLiteRunStore._extend
 
@@ -133,6 +135,7 @@ def test_a_full_batch_is_written_behind_in_a_thread_and_a_rounds_end_comes_after
 
 
 def test_a_batch_written_behind_that_failed_is_written_again_first_by_the_next_write(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite, "WRITE_BEHIND", True)
     store = SQLiteRunStore(tmp_path / "runs.db")
     events = [RunEvent("r", MESSAGE, {"message": {"id": str(i)}}) for i in range(6)]
     assert store.stage(events[:1])  # (a store with a journal writes a batch behind)
@@ -162,6 +165,7 @@ def test_a_store_that_writes_behind_is_sent_smaller_batches(tmp_path, monkeypatc
     # 1,200 agents: a round logs 2,400 events, in batches of BEHIND_EVENTS written behind; without a
     # journal the store writes at once, in batches up to BATCH_EVENTS (the calls answered in one turn
     # of the event loop, all 1,200 of them, share one commit)
+    monkeypatch.setattr(sqlite, "WRITE_BEHIND", True)
     sizes: list[int] = []
     extend = SQLiteRunStore._extend
 

@@ -108,8 +108,8 @@ class RunStore(ABC):
         events that are durable already (:meth:`stage`) or may be re-derived. Every other call of the
         store comes after it, in order, as if it had been written on return; a failure is raised by the
         next call that writes. The default (and any store that cannot) writes them now. The SQLite
-        store writes them in a thread of their own (see :meth:`SQLiteRunStore.extend_behind
-        <rolecast.runs.sqlite.SQLiteRunStore.extend_behind>`)."""
+        store, with ``rolecast.runs.sqlite.WRITE_BEHIND``, writes them in a thread of their own (see
+        :meth:`SQLiteRunStore.extend_behind <rolecast.runs.sqlite.SQLiteRunStore.extend_behind>`)."""
         self.extend(events)
 
     def append_checked(

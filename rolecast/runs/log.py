@@ -22,9 +22,10 @@ Writing is batched: events wait in the log until the end of the event loop's cur
 turn and are then written to the store together, in one transaction — or, once
 :data:`BATCH_EVENTS` wait (a round of many roles, all answered in the same turn), at once: the
 log holds at most one batch, and the store writes big batches (a 100,000-role round in 25). A
-store that writes a batch behind (the SQLite store with its journal: in a thread of its own, while
-the round goes on; :mod:`rolecast.runs.behind`) gets batches of :data:`BEHIND_EVENTS`; its next
-write, and the round's end, come after it. In an in-process
+store that writes a batch behind (the SQLite store with its journal and
+``rolecast.runs.sqlite.WRITE_BEHIND``: in a thread of its own, while the round goes on;
+:mod:`rolecast.runs.behind`) gets batches of :data:`BEHIND_EVENTS`; its next write, and the
+round's end, come after it. In an in-process
 round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
 messages — wait for the next write instead: a model call's, or the round's end, which is
 written before any of the round's messages is delivered. The events that cannot be
@@ -110,8 +111,8 @@ LAZY_WRITE_S = 0.05
 BATCH_EVENTS = 8192
 #: the batches of a store that writes them behind (:attr:`RunStore.writes_behind
 #: <rolecast.runs.base.RunStore.writes_behind>`: the SQLite store, in its thread) are this small: the
-#: round goes on while one is written, and an event written sooner is freed sooner — fewer reach the
-#: collector's oldest generation, which then runs less often (half the collector's time at 20,000 agents)
+#: round goes on while one is written, and an event written sooner is freed sooner (a fifth fewer
+#: young collections at 100,000 agents)
 BEHIND_EVENTS = 1024
 #: whether a log records each model call's full request (every message, by reference to the store's
 #: texts, and the settings) when its ``record_requests`` is not given: on. Off, a call keeps only its

@@ -37,6 +37,7 @@ def main() -> None:
     batch = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     if batch > 0:
         log.BATCH_EVENTS, journal.ROTATE_BYTES, sqlite.BEHIND_BYTES = batch, 16 * 1024, 64 * 1024
+        sqlite.WRITE_BEHIND = True
     calls = os.open(calls_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def answer(messages):
