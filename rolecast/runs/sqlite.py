@@ -42,8 +42,8 @@ WAL_CHECKPOINT_PAGES = 8192
 #: only the part not in the database: see Journal.committed)
 BEHIND_BYTES = 64 << 20
 #: whether a store with a journal writes a full batch behind, in its own thread (False: at once). Off:
-#: on 2 cores the thread's inserts and the event loop slowed each other (100,000 agents: 253-260 µs
-#: per agent-turn against 204-220 at once)
+#: on 2 cores the thread's inserts and the event loop slowed each other (100,000 agents: 253-281 µs
+#: per agent-turn against 204-249 at once, median 226)
 WRITE_BEHIND = False
 #: rows a statement inserts at most (see SQLiteRunStore._insert_rows)
 INSERT_ROWS = 256
