@@ -64,9 +64,10 @@ def reference(tmp_path_factory):
     return history, per_turn, _lines(tmp / "calls.txt"), totals
 
 
-# (batch 50: a round of 120 turns is written in batches of 50 events, the journal emptied past 16 KiB:
-# a kill also meets a batch written mid-round and a journal just emptied)
-@pytest.mark.parametrize(("seed", "batch"), [(1, 0), (2, 0), (3, 50), (4, 50)])
+# (batch 50: a round of 120 turns is written in batches of 50 events, most in the store's thread while the
+# round goes on, the journal emptied past 16 KiB: a kill also meets a batch written mid-round, behind or
+# at once, and a journal just emptied)
+@pytest.mark.parametrize(("seed", "batch"), [(1, 0), (2, 0), (3, 50), (4, 50), (5, 50)])
 def test_a_run_killed_at_random_moments_resumes_repeating_nothing_finished(tmp_path, reference, seed, batch):
     history_ref, per_turn_ref, calls_ref, totals_ref = reference
     rng = random.Random(seed)

@@ -97,6 +97,21 @@ class RunStore(ABC):
         caller then ``extend``s them and waits. The SQLite store does it with its journal."""
         return False
 
+    @property
+    def writes_behind(self) -> bool:
+        """Whether :meth:`extend_behind` writes after it returns (then the run log sends it smaller
+        batches: :data:`~rolecast.runs.log.BEHIND_EVENTS`); False by default."""
+        return False
+
+    def extend_behind(self, events: Sequence[RunEvent]) -> None:
+        """``extend(events)``, possibly finished after this returns (the caller goes on meanwhile): for
+        events that are durable already (:meth:`stage`) or may be re-derived. Every other call of the
+        store comes after it, in order, as if it had been written on return; a failure is raised by the
+        next call that writes. The default (and any store that cannot) writes them now. The SQLite
+        store, with ``rolecast.runs.sqlite.WRITE_BEHIND``, writes them in a thread of their own (see
+        :meth:`SQLiteRunStore.extend_behind <rolecast.runs.sqlite.SQLiteRunStore.extend_behind>`)."""
+        self.extend(events)
+
     def append_checked(
         self, event: RunEvent, kinds: Iterable[str], check: Callable[[list[RunEvent]], None],
     ) -> RunEvent:

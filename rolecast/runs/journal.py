@@ -61,6 +61,9 @@ CHUNK_BYTES = 1 << 20
 ROTATE_BYTES = CHUNK_BYTES
 #: a journal line longer than this is not an event this module wrote
 _LONGEST_HEADER = 64 * 1024
+#: the pages of the file mapping a process lets go of once they are in the database (Linux)
+_PAGE = mmap.PAGESIZE
+_DONTNEED: int | None = getattr(mmap, "MADV_DONTNEED", None)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS journals (
@@ -175,12 +178,17 @@ class Journal:
         return self.size
 
     def committed(self, events: Sequence[RunEvent], folded: int) -> None:
-        """``events`` are in the database now, and the journal up to ``folded``."""
+        """``events`` are in the database now, and the journal up to ``folded``: the mapping lets go of
+        the whole pages before that (they stay in the file), so that the process holds in memory only
+        the part of the journal that is not in the database, however large the file grows."""
         if self._open:
             for event in events:
                 self._open.pop(id(event), None)
                 self._starts.pop(id(event), None)
+        start, end = self.folded - self.folded % _PAGE, folded - folded % _PAGE
         self.folded = folded
+        if end > start and self._map is not None and _DONTNEED is not None:
+            self._map.madvise(_DONTNEED, start, end - start)
 
     def cut(self) -> None:
         """Empty the file (every event in it is in the database): all NULs again."""

@@ -21,7 +21,11 @@ the recorded run.
 Writing is batched: events wait in the log until the end of the event loop's current
 turn and are then written to the store together, in one transaction — or, once
 :data:`BATCH_EVENTS` wait (a round of many roles, all answered in the same turn), at once: the
-log holds at most one batch, and the store writes big batches (a 100,000-role round in 25). In an in-process
+log holds at most one batch, and the store writes big batches (a 100,000-role round in 25). A
+store that writes a batch behind (the SQLite store with its journal and
+``rolecast.runs.sqlite.WRITE_BEHIND``: in a thread of its own, while the round goes on;
+:mod:`rolecast.runs.behind`) gets batches of :data:`BEHIND_EVENTS`; its next write, and the
+round's end, come after it. In an in-process
 round (:meth:`RunLog.hold`) the events that can be re-derived — the round's start, its
 messages — wait for the next write instead: a model call's, or the round's end, which is
 written before any of the round's messages is delivered. The events that cannot be
@@ -105,6 +109,11 @@ LAZY_WRITE_S = 0.05
 #: the log holds, and the store's journal, stay bounded in a round of any size, and the store writes
 #: them in batches big enough to be cheap per event (the texts' index is updated page by page)
 BATCH_EVENTS = 8192
+#: the batches of a store that writes them behind (:attr:`RunStore.writes_behind
+#: <rolecast.runs.base.RunStore.writes_behind>`: the SQLite store, in its thread) are this small: the
+#: round goes on while one is written, and an event written sooner is freed sooner (a fifth fewer
+#: young collections at 100,000 agents)
+BEHIND_EVENTS = 1024
 #: whether a log records each model call's full request (every message, by reference to the store's
 #: texts, and the settings) when its ``record_requests`` is not given: on. Off, a call keeps only its
 #: summary, as before payload format 3 (bench/bench_store.py measures both)
@@ -159,6 +168,8 @@ class RunLog:
         #: the keys of the texts this log sent to the store (each goes once, with the first call using it)
         self._sent_texts = SentTexts()
         self._pending: list[RunEvent] = []  # logged, not written to the store yet
+        #: a full batch: this many pending events are written at once (BATCH_EVENTS, BEHIND_EVENTS)
+        self._batch = min(BATCH_EVENTS, BEHIND_EVENTS) if store is not None and store.writes_behind else BATCH_EVENTS
         self._flush_on: asyncio.AbstractEventLoop | None = None  # the loop a write is scheduled on
         self._later: asyncio.TimerHandle | None = None  # a lazy write of staged calls (see _flush_lazily)
         self._waiters: list[asyncio.Future[None]] = []  # callers waiting for the pending events to be written
@@ -224,8 +235,10 @@ class RunLog:
             event.seal()
         with self._lock:  # (a thread's event must not slip past a write taking the list)
             self._pending.append(event)
-        if event.kind in DURABLE_KINDS or len(self._pending) >= BATCH_EVENTS:
+        if event.kind in DURABLE_KINDS:
             self.flush()
+        elif len(self._pending) >= self._batch:
+            self.flush(behind=True)
         elif not self._held:
             self._flush_soon()
 
@@ -284,8 +297,8 @@ class RunLog:
         write anyway, or within :data:`LAZY_WRITE_S`, or at once when :data:`BATCH_EVENTS` wait: in a
         sequential chain (each call waits for the one before, so every turn of the event loop holds
         one call) that is one transaction per many calls instead of one per call."""
-        if len(self._pending) >= BATCH_EVENTS:
-            self.flush()
+        if len(self._pending) >= self._batch:
+            self.flush(behind=True)
             return
         if self._flush_on is not None and not self._flush_on.is_closed():
             return  # a write this turn takes them along
@@ -302,11 +315,16 @@ class RunLog:
         self._later = None
         self._scheduled_flush()
 
-    def flush(self) -> None:
+    def flush(self, *, behind: bool = False) -> None:
         """Write every pending event to the store now: durable when this returns.
 
         When the write fails, the events stay pending (the next write tries them again) and the
-        error is raised here and to the callers waiting for them (:meth:`commit_call`)."""
+        error is raised here and to the callers waiting for them (:meth:`commit_call`).
+
+        ``behind=True`` (a full batch, :data:`BATCH_EVENTS`): the store may finish writing them after
+        this returns (:meth:`RunStore.extend_behind <rolecast.runs.base.RunStore.extend_behind>`: the
+        SQLite store, in a thread), when nobody waits for them — every event of such a batch is staged
+        already (a model call) or may be re-derived; the next write, and every read, comes after it."""
         later, self._later = self._later, None
         if later is not None:
             later.cancel()
@@ -319,7 +337,10 @@ class RunLog:
         if pending:
             try:
                 assert self.store is not None
-                self.store.extend(pending)
+                if behind and not waiters:
+                    self.store.extend_behind(pending)
+                else:
+                    self.store.extend(pending)
             except BaseException as exc:
                 with self._lock:
                     self._pending = pending + self._pending

@@ -5,9 +5,10 @@ The model is the simulation's instant rule; every call that reaches it is first 
 CALLS_FILE (one line, written to the file before the model answers, so it survives the process
 being killed). With KILL_AFTER > 0 the process sends itself SIGKILL that many seconds after the
 run started, wherever the run then is (a turn, the journal, a database write, a delivery).
-BATCH > 0 writes a round in batches of that many events (``rolecast.runs.log.BATCH_EVENTS``) and
-empties the journal past 16 KiB, so that a kill also meets a batch written in the middle of a
-round and a journal just emptied. Run again with the same STORE and RUN_ID, it resumes. Prints the
+BATCH > 0 writes a round in batches of that many events (``rolecast.runs.log.BATCH_EVENTS``),
+most of them behind, in the store's thread, and empties the journal past 16 KiB, writing a batch
+at once to empty it past 64 KiB, so that a kill also meets a batch written in the middle of a
+round (behind or at once) and a journal just emptied. Run again with the same STORE and RUN_ID, it resumes. Prints the
 history as JSON lines, then one line of totals and the run's wall time.
 """
 
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import simulation
 
-from rolecast.runs import journal, log
+from rolecast.runs import journal, log, sqlite
 from rolecast.testing import FunctionLLM
 
 
@@ -35,7 +36,8 @@ def main() -> None:
     kill_after = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
     batch = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     if batch > 0:
-        log.BATCH_EVENTS, journal.ROTATE_BYTES = batch, 16 * 1024
+        log.BATCH_EVENTS, journal.ROTATE_BYTES, sqlite.BEHIND_BYTES = batch, 16 * 1024, 64 * 1024
+        sqlite.WRITE_BEHIND = True
     calls = os.open(calls_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def answer(messages):
