@@ -188,6 +188,11 @@ def main() -> None:
     if args.case:
         print(json.dumps(run_case(args.case[0], int(args.case[1]), args.rounds, args.num_cpus, args.address)))
         return
+    # the head it starts and its drivers must agree on Ray's token authentication: without this, Ray
+    # 2.60 refused the drivers here (InvalidAuthToken; ~/.ray held a token). Off for both, as
+    # tests/test_ray_cluster.py has it
+    if args.address is None:
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     head = Head(args.num_cpus) if args.address is None else None
     address = head.address if head is not None else args.address
     results: dict[str, Any] = {"head": head.address if head is not None else None, "cases": [], "summary": []}
