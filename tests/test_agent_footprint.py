@@ -3,10 +3,7 @@ changes nothing a user can see."""
 
 from __future__ import annotations
 
-import gc
-import sys
-import tracemalloc
-from pathlib import Path
+from footprints import built_bytes_per_agent
 
 from actions import Action
 from environment import Environment
@@ -14,8 +11,6 @@ from memory import Message
 from rolecast.testing import FunctionLLM
 from roles import Role
 from roles.action_list import raw_action, raw_actions
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Greet(Action):
@@ -147,21 +142,7 @@ def test_the_environment_wires_each_role_with_its_own_bound_method_not_a_closure
 
 def test_a_simulation_agent_costs_little_to_build():
     """Loose bound (tracemalloc, 2,000 agents): 6.2 KB an agent before issue 38, about 2.5 KB after."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    import simulation
-
-    simulation.build_team(10, llm=simulation.instant_model()).close()  # class-level caches made
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        team = simulation.build_team(2000, llm=simulation.instant_model())
-        gc.collect()
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    per_agent = sum(d.size_diff for d in after.compare_to(before, "filename")) / 2000
-    team.close()
+    per_agent = built_bytes_per_agent()
     assert per_agent < 4000, f"{per_agent:.0f} bytes an agent"
 
 

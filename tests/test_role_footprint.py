@@ -3,20 +3,17 @@ name and a shared set, their field dict key-sharing — and nothing a user can s
 
 from __future__ import annotations
 
-import gc
 import json
 import pickle
 import sys
-import tracemalloc
-from pathlib import Path
+
+from footprints import built_bytes_per_agent
 
 from actions import Action
 from environment import Environment
 from memory import Message
 from rolecast.testing import FunctionLLM
 from roles import Role
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Greet(Action):
@@ -95,19 +92,5 @@ def test_the_fields_read_and_dump_as_before():
 def test_a_simulation_agent_costs_under_1_900_bytes_to_build():
     """Loose bound (tracemalloc, 2,000 agents, store off): 2,117 bytes an agent before its private
     attributes, addresses and field dict were compacted; about 1,490 after (CPython 3.11)."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    import simulation
-
-    simulation.build_team(10, llm=simulation.instant_model(), store=None).close()  # class-level caches made
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        team = simulation.build_team(2000, llm=simulation.instant_model(), store=None)
-        gc.collect()
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    per_agent = sum(d.size_diff for d in after.compare_to(before, "filename")) / 2000
-    team.close()
+    per_agent = built_bytes_per_agent(store=None)
     assert per_agent < 1900, f"{per_agent:.0f} bytes an agent"
