@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -151,38 +152,90 @@ async def check_python_runs(record: RunRecord, args: dict[str, Any]) -> tuple[bo
     return False, f"{who}'s code fails when run: {_failure(result)}"
 
 
-# runs in the sandbox after the code and the tests: each test_ function called, the outcome printed as JSON
-_RUN_TESTS = """
-import json as _json
-_results = {}
-for _name, _fn in list(globals().items()):
-    if _name.startswith("test") and callable(_fn):
-        try:
-            _fn()
-            _results[_name] = "passed"
-        except BaseException as _exc:
-            _results[_name] = f"{type(_exc).__name__}: {_exc}"[:200]
-print("@@results@@" + _json.dumps(_results))
+# The harness run in the sandbox: the code, then the tests, in one namespace; each test_ function the tests
+# defined is called. The outcome goes out on a channel the code cannot write: a line keyed by a nonce the
+# harness takes out of its environment before any of the code runs, written through the stdout handle it
+# saved first (the code may print anything, replace print, sys.stdout or json: none of it is read as
+# results). A nonce-less "@@results@@" line the code prints is just output. Code that kills the process,
+# or leaves before the tests ran, leaves no results: the check fails. (What stays open: code written to
+# dig the nonce out of the harness's own memory — the sandbox bounds what that could reach.)
+_HARNESS = """
+import json as _json, os as _os, sys as _sys
+def _rolecast_harness(code, tests):
+    nonce = _os.environ.pop("ROLECAST_RESULTS_NONCE", "")
+    write, fd, dumps = _os.write, _sys.__stdout__.fileno(), _json.dumps
+    results = {}
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    exec(compile(code, "<code>", "exec"), namespace)
+    before = {name: value for name, value in namespace.items() if name.startswith("test")}
+    try:
+        exec(compile(tests, "<tests>", "exec"), namespace)
+    except BaseException as exc:
+        results["<tests' top level>"] = f"{type(exc).__name__}: {exc}"[:200]
+    else:
+        ran_top = any(not line.startswith(("def ", "class ", "import ", "from ", "#", " ", "\t", "@"))
+                      for line in tests.splitlines() if line.strip())
+        for name, fn in list(namespace.items()):
+            if not (name.startswith("test") and callable(fn)) or before.get(name) is fn:
+                continue
+            try:
+                fn()
+                results[name] = "passed"
+            except BaseException as exc:
+                results[name] = f"{type(exc).__name__}: {exc}"[:200]
+        if not results and ran_top:
+            results["<tests' top level>"] = "passed"
+    try:
+        _sys.stdout.flush()  # what the code printed first, then the results line
+    except BaseException:
+        pass
+    write(fd, ("\\n@@results-" + nonce + "@@" + dumps(results) + "\\n").encode())
+_rolecast_harness(@CODE@, @TESTS@)
 """
+_RESULTS = "@@results-{nonce}@@"
+
+
+async def run_tests(code: str, tests: str, timeout: float) -> tuple[dict[str, str] | None, Any]:
+    """Run ``tests`` against ``code`` in the sandbox: each test's outcome ("passed" or the error), or None
+    when the harness left none (the code failed at import, or ended the process); and the sandbox result."""
+    nonce = secrets.token_hex(16)
+    sandbox = importlib.import_module(SANDBOX_MODULE)
+    program = _HARNESS.replace("@CODE@", repr(code)).replace("@TESTS@", repr(tests))
+    result = await sandbox.run_python(program, timeout=timeout,
+                                      env={"ROLECAST_RESULTS_NONCE": nonce})
+    marker = _RESULTS.format(nonce=nonce)
+    found = [line for line in str(result.stdout).splitlines() if line.startswith(marker)]
+    if len(found) != 1:
+        return None, result
+    try:
+        results = json.loads(found[0][len(marker):])
+    except ValueError:
+        return None, result
+    return results, result
 
 
 async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[bool, str]:
-    code_msg, tests_msg = _last_of(record, args["code_from"]), _last_of(record, args["tests_from"])
-    if code_msg is None or tests_msg is None:
-        return False, f"{args['code_from'] if code_msg is None else args['tests_from']} wrote nothing"
-    code, tests = code_of(code_msg.content), code_of(tests_msg.content)
-    result = await run_in_sandbox(f"{code}\n\n{tests}\n{_RUN_TESTS}", float(args.get("timeout", DEFAULT_TIMEOUT)))
-    marker = next((line for line in str(result.stdout).splitlines() if line.startswith("@@results@@")), None)
-    if marker is None:
-        return False, f"the tests could not be run against the code: {_failure(result)}"
-    results: dict[str, str] = json.loads(marker[len("@@results@@"):])
+    code_msg = _last_of(record, args["code_from"])
+    if code_msg is None:
+        return False, f"{args['code_from']} wrote nothing"
+    if "tests_from" in args:
+        tests_msg = _last_of(record, args["tests_from"])
+        if tests_msg is None:
+            return False, f"{args['tests_from']} wrote nothing"
+        tests, whose = code_of(tests_msg.content), f"{args['tests_from']}'s"
+    else:  # the evalset author's reference tests (``tests:``, or ``tests_file:`` read when the evalset loaded)
+        tests, whose = args["tests"], "the reference"
+    code = code_of(code_msg.content)
+    results, result = await run_tests(code, tests, float(args.get("timeout", DEFAULT_TIMEOUT)))
+    if results is None:
+        return False, f"{whose} tests could not be run against the code: {_failure(result)}"
     if not results:
-        return False, "there is no test function (def test_...)"
+        return False, f"{whose} tests hold no test function (def test_...) and no top-level assert"
     failed = {name: why for name, why in results.items() if why != "passed"}
     if failed:
         name, why = next(iter(failed.items()))
-        return False, f"{len(failed)} of {len(results)} test(s) failed (first: {name}: {why})"
-    return True, f"{len(results)} test(s) passed against the code"
+        return False, f"{len(failed)} of {len(results)} test(s) failed ({whose} tests; first: {name}: {why})"
+    return True, f"{len(results)} test(s) passed against the code ({whose} tests)"
 
 
 PLAIN: dict[str, Callable[[RunRecord, dict[str, Any]], tuple[bool, str]]] = {
@@ -206,4 +259,4 @@ async def run_check(record: RunRecord, check: Check) -> CheckResult:
     return CheckResult(check.label, passed, reason, check.kind)
 
 
-__all__ = ["CheckResult", "code_of", "run_check", "run_in_sandbox"]
+__all__ = ["CheckResult", "code_of", "run_check", "run_in_sandbox", "run_tests"]

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import EvalsetError
+from ..observe.printable import printable
 
 #: the keys of the evalset and of a case
 EVALSET_KEYS = ("name", "team", "repeat", "threshold", "n_round", "investment", "description", "cases")
@@ -29,15 +30,20 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "roles_spoke": ("roles", "order"),
     "actions_ran": ("actions", "order"),
     "python_runs": ("role", "action", "timeout"),
-    "tests_pass": ("code_from", "tests_from", "timeout"),
+    "tests_pass": ("code_from", "tests_from", "tests", "tests_file", "timeout"),
     "judge": ("rubric", "model", "samples", "role"),
     "max_calls": (),
     "max_cost": (),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "contains": ("text",), "roles_spoke": ("roles",), "actions_ran": ("actions",),
-    "tests_pass": ("code_from", "tests_from"), "judge": ("rubric",),
+    "tests_pass": ("code_from",), "judge": ("rubric",),
 }
+#: where a ``tests_pass`` check finds its tests: written by the team (a role's last message), or by the
+#: evalset's author (the reference tests, in the evalset or a file beside it)
+TESTS_SOURCES = ("tests_from", "tests", "tests_file")
+#: the largest reference tests file (``tests_file:``)
+MAX_TESTS_BYTES = 2**20
 #: the checks that take one value (``- max_calls: 12``), not a mapping
 SCALAR_CHECKS = ("max_calls", "max_cost")
 ORDERS = ("exact", "in_order", "any_order")
@@ -46,6 +52,18 @@ CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,47}")
 #: the evalset's name, in its evals' ids
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 MAX_BYTES = 4 * 2**20
+#: the most values an evalset may hold once its YAML aliases are expanded, and how deep they may nest: a
+#: 587-byte file of nested aliases (a "billion laughs") expands to billions, which every later walk of the
+#: data (checking it, digesting a check, showing a value in an error) would go through
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+#: the most runs an eval may plan (cases x repeat): the plan is a list of runs
+MAX_RUNS = 100_000
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "…" + shown[-3:]
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,9 @@ class Check:
     @property
     def label(self) -> str:
         """The check as a reader names it: ``contains(text='def add', role='Alice')``."""
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        # (a tests_file's text is in the check, under ``tests``: the label names the file)
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in self.args.items()
+                          if not (k == "tests" and "tests_file" in self.args))
         return f"{self.kind}({shown})"
 
     @property
@@ -149,8 +169,9 @@ def _names(where: str, value: Any) -> list[str]:
     return list(value)
 
 
-def parse_check(where: str, item: Any) -> Check:
-    """One item of a case's ``expect`` list: ``{check: arguments}`` (see :data:`CHECKS`)."""
+def parse_check(where: str, item: Any, folder: Path | None = None) -> Check:
+    """One item of a case's ``expect`` list: ``{check: arguments}`` (see :data:`CHECKS`); a ``tests_file``
+    is read from ``folder`` (the evalset's), its text kept in the check (a changed file is a changed check)."""
     if not isinstance(item, dict) or len(item) != 1:
         raise EvalsetError(f"{where}: a check is one key, the check's name, such as `- max_calls: 12` or "
                            f"`- contains: {{text: ...}}`; not {item!r:.80}")
@@ -172,7 +193,33 @@ def parse_check(where: str, item: Any) -> Check:
     missing = [k for k in REQUIRED.get(kind, ()) if k not in args]
     if missing:
         raise EvalsetError(f"{where} needs {', '.join(missing)}")
-    return Check(kind, _check_args(where, kind, dict(args)))
+    args = _check_args(where, kind, dict(args))
+    if kind == "tests_pass":
+        args = _tests_source(where, args, folder)
+    return Check(kind, args)
+
+
+def _tests_source(where: str, args: dict[str, Any], folder: Path | None) -> dict[str, Any]:
+    given = [k for k in TESTS_SOURCES if k in args]
+    if len(given) != 1:
+        raise EvalsetError(f"{where} takes one of {', '.join(TESTS_SOURCES)} (whose tests to run); "
+                           f"{'not ' + ' and '.join(given) if given else 'none was given'}")
+    if "tests" in args:
+        args["tests"] = _text(f"{where} tests", args["tests"])
+    if "tests_file" in args:
+        name = _text(f"{where} tests_file", args["tests_file"])
+        file = (folder or Path.cwd()) / name
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise EvalsetError(f"{where} tests_file {name!r}: cannot read {file}: {exc.strerror or exc}") from exc
+        if len(data) > MAX_TESTS_BYTES:
+            raise EvalsetError(f"{where} tests_file {name!r} is larger than {MAX_TESTS_BYTES // 1024} KiB")
+        try:
+            args["tests"] = _text(f"{where} tests_file {name!r}", data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise EvalsetError(f"{where} tests_file {name!r} is not UTF-8 text") from exc
+    return args
 
 
 def _check_args(where: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +247,7 @@ def _check_args(where: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _parse_case(where: str, raw: Any, defaults: dict[str, Any]) -> Case:
+def _parse_case(where: str, raw: Any, defaults: dict[str, Any], folder: Path | None = None) -> Case:
     if not isinstance(raw, dict):
         raise EvalsetError(f"{where} is a mapping with id, idea and expect; not {raw!r:.80}")
     _unknown(where, raw, CASE_KEYS)
@@ -217,7 +264,7 @@ def _parse_case(where: str, raw: Any, defaults: dict[str, Any]) -> Case:
     expect = raw.get("expect", [])
     if not isinstance(expect, list):
         raise EvalsetError(f"{where} expect is a list of checks; not {expect!r:.80}")
-    checks = tuple(parse_check(f"{where} check {i + 1}", item) for i, item in enumerate(expect))
+    checks = tuple(parse_check(f"{where} check {i + 1}", item, folder) for i, item in enumerate(expect))
     return Case(case_id, idea, n_round, investment, checks)
 
 
@@ -226,6 +273,7 @@ def parse_evalset(raw: Any, path: Path | None = None) -> Evalset:
     where = f"evalset {path}" if path is not None else "the evalset"
     if not isinstance(raw, dict):
         raise EvalsetError(f"{where} is a mapping with name, team and cases; not {type(raw).__name__}")
+    _bounded(where, raw)  # first: every later step walks the values
     _unknown(where, raw, EVALSET_KEYS)
     for key in ("name", "team", "cases"):
         if key not in raw:
@@ -239,18 +287,60 @@ def parse_evalset(raw: Any, path: Path | None = None) -> Evalset:
     cases_raw = raw["cases"]
     if not isinstance(cases_raw, list) or not cases_raw:
         raise EvalsetError(f"{where} cases is a non-empty list")
-    cases = [_parse_case(f"{where} case {i + 1}", c, defaults) for i, c in enumerate(cases_raw)]
+    folder = path.parent if path is not None else None
+    cases = [_parse_case(f"{where} case {i + 1}", c, defaults, folder) for i, c in enumerate(cases_raw)]
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
             raise EvalsetError(f"{where}: two cases have the id {case.id!r}")
         seen.add(case.id)
+    repeat = _number(f"{where} repeat", raw.get("repeat", 1), whole=True, low=1)
+    check_plan_size(where, len(cases), repeat)
     return Evalset(
-        name=name, team=team, cases=cases, path=path,
-        repeat=_number(f"{where} repeat", raw.get("repeat", 1), whole=True, low=1),
+        name=name, team=team, cases=cases, path=path, repeat=repeat,
         threshold=float(_number(f"{where} threshold", raw.get("threshold", 1.0), high=1.0)),
         description=str(raw.get("description", "")),
     )
+
+
+def check_plan_size(where: str, cases: int, repeat: int) -> None:
+    """An :class:`EvalsetError` when ``cases`` x ``repeat`` runs are more than :data:`MAX_RUNS`."""
+    if cases * repeat > MAX_RUNS:
+        raise EvalsetError(f"{where}: {cases} case(s) x repeat {repeat} is {cases * repeat:,} runs, more than "
+                           f"an eval plans ({MAX_RUNS:,}); lower repeat")
+
+
+def _bounded(where: str, raw: Any) -> None:
+    """An :class:`EvalsetError` when ``raw`` holds more than :data:`MAX_NODES` values once its shared parts
+    (YAML aliases) are counted at each place they appear, nests deeper than :data:`MAX_DEPTH`, or holds
+    itself. Each distinct container is visited once (its expanded size is remembered), so a file of
+    nested aliases is measured in time linear in the file, never expanded."""
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+
+    def size(value: Any, depth: int) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if depth > MAX_DEPTH:
+            raise EvalsetError(f"{where} nests deeper than {MAX_DEPTH} levels")
+        if key in visiting:
+            raise EvalsetError(f"{where} holds itself (a YAML alias inside its own anchor)")
+        visiting.add(key)
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        total = 1
+        for item in items:
+            total += size(item, depth + 1)
+            if total > MAX_NODES:
+                raise EvalsetError(f"{where} holds more than {MAX_NODES:,} values once its YAML aliases are "
+                                   f"expanded (nested aliases: a \"billion laughs\"); write the values out")
+        visiting.discard(key)
+        sizes[key] = total
+        return total
+
+    size(raw, 0)
 
 
 def load_evalset(path: str | Path) -> Evalset:
@@ -267,7 +357,9 @@ def load_evalset(path: str | Path) -> Evalset:
         raw = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise EvalsetError(f"the evalset {file} is not valid {'JSON' if file.suffix == '.json' else 'YAML'}: "
-                           f"{exc}") from exc
+                           f"{printable(exc)[:500]}") from exc
+    except RecursionError as exc:  # the parsers recurse on nesting
+        raise EvalsetError(f"the evalset {file} nests too deeply") from exc
     return parse_evalset(raw, file.resolve())
 
 

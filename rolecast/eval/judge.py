@@ -20,9 +20,11 @@ from ..accounting.cost import CostManager
 from ..accounting.metering import metered
 from ..context import Context
 from ..core.config import LocalConfig
-from ..errors import EvalsetError
+from ..errors import EvalsetError, OutputParseError
 from ..llm import create_llm
 from ..llm.base import BaseLLM
+from ..llm.grammar import alternation, free_text
+from ..observe.printable import printable
 from ..runs.base import RunStore
 from ..runs.log import RunLog, acting
 from .checks import CheckResult
@@ -34,7 +36,13 @@ JUDGE_MAX_TOKENS = 64
 #: the transcript a judge reads is cut to its last this many characters (a small model's window)
 TRANSCRIPT_CHARS = 4000
 JUDGE_SYSTEM = ("You are a strict judge of a team of AI agents. You read what they wrote and decide whether it "
-                "meets the rubric. Answer PASS or FAIL on the first line, then one sentence saying why.")
+                "meets the rubric. Answer PASS or FAIL first, then one sentence saying why.")
+#: the judge's answer as a constrained choice: the verdict first, one of two words, then a one-line reason.
+#: A model that decodes under a grammar (the embedded model, a llama.cpp server) can write nothing else;
+#: any other model's answer is read strictly and asked again (see :func:`strict_verdict`)
+JUDGE_GRAMMAR = f"root ::= {alternation(('PASS', 'FAIL'))} \" - \" {free_text(200)}"
+#: answers a model that cannot decode under the grammar gets to put its verdict first
+JUDGE_TRIES = 2
 
 
 class Judges:
@@ -79,15 +87,43 @@ class Judges:
         return llm
 
 
+#: words that turn the verdict word after them round: "does not PASS", "never fails", "isn't a pass"
+_NEGATIONS = frozenset({"NOT", "NEVER", "DOESN'T", "DOESNT", "ISN'T", "ISNT", "CANNOT", "CAN'T", "WON'T",
+                        "DIDN'T", "DON'T", "NOR", "FAILS", "FAILED", "FAIL"})
+#: how many words back a negation reaches ("does not quite PASS the rubric")
+_NEGATION_REACH = 3
+
+
 def verdict_of(text: str) -> bool | None:
-    """PASS → True, FAIL → False, from the answer's first word that is one of them; None when neither."""
-    for word in text.replace("*", " ").replace(":", " ").split()[:40]:
-        upper = word.strip(".,!\"'`").upper()
-        if upper in ("PASS", "PASSED", "YES"):
-            return True
-        if upper in ("FAIL", "FAILED", "NO"):
-            return False
+    """PASS → True, FAIL → False, None when the answer says neither.
+
+    A first line that is just a verdict word decides (the answer asked for). Otherwise the first verdict
+    word of the answer's first 40 words decides, turned round when a negation stands up to three words
+    before it: "It does not PASS the rubric … FAIL." is a FAIL, "It does not fail" a PASS. Linear in
+    the answer (only its first 40 words are read)."""
+    words = [w.strip(".,!?;\"'`()[]").upper() for w in text.replace("*", " ").replace(":", " ").split()[:40]]
+    for index, word in enumerate(words):
+        if word in ("PASS", "PASSED", "PASSES", "YES"):
+            verdict = True
+        elif word in ("FAIL", "FAILED", "FAILS", "NO"):
+            verdict = False
+        else:
+            continue
+        before = words[max(0, index - _NEGATION_REACH):index]
+        if word not in ("YES", "NO") and any(b in _NEGATIONS for b in before):
+            return not verdict
+        return verdict
     return None
+
+
+def strict_verdict(text: str) -> bool:
+    """The verdict of an answer that starts with PASS or FAIL (as the judge's grammar writes it);
+    an :class:`~rolecast.errors.OutputParseError` for any other answer (the judge is asked again)."""
+    first = text.replace("*", " ").replace(":", " ").split()[:1]
+    word = first[0].strip(".,!-\"'`").upper() if first else ""
+    if word in ("PASS", "FAIL"):
+        return word == "PASS"
+    raise OutputParseError("start the answer with PASS or FAIL, then say why in one sentence", raw=text[:200])
 
 
 def judge_prompt(record: RunRecord, rubric: str, role: str | None) -> list[dict[str, str]]:
@@ -103,6 +139,26 @@ def judge_prompt(record: RunRecord, rubric: str, role: str | None) -> list[dict[
     ]
 
 
+async def _one_verdict(
+    llm: BaseLLM, messages: list[dict[str, str]], settings: dict[str, Any]
+) -> tuple[str, bool | None]:
+    """One judge answer and its verdict: PASS/FAIL by the grammar where the model decodes under one, else read
+    strictly and asked again (:data:`JUDGE_TRIES` answers); the last free answer is read by :func:`verdict_of`."""
+    try:
+        answer = ""
+
+        def parse(text: str) -> bool:
+            nonlocal answer
+            answer = text
+            return strict_verdict(text)
+
+        vote = await llm.ask_valid(messages, parse, settings=settings, grammar=JUDGE_GRAMMAR,
+                                   tries=1 if llm.supports_grammar else JUDGE_TRIES)
+        return answer, vote
+    except OutputParseError as exc:
+        return exc.raw or answer, verdict_of(exc.raw or answer)
+
+
 async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Judges) -> CheckResult:
     """Ask the judge ``samples`` times (answered from the run's log where it holds the same question)."""
     args = check.args
@@ -111,7 +167,7 @@ async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Ju
     settings: dict[str, Any] = {"temperature": 0.7 if samples > 1 else 0.0, "max_tokens": JUDGE_MAX_TOKENS}
     # the role the calls are logged under names the check and the request: a run's log answers only the
     # very same question again (another question — a new rubric, another transcript — goes to the model)
-    asked = hashlib.sha256(json.dumps([messages, settings], sort_keys=True).encode()).hexdigest()[:8]
+    asked = hashlib.sha256(json.dumps([messages, settings, JUDGE_GRAMMAR], sort_keys=True).encode()).hexdigest()[:8]
     votes: list[bool | None] = []
     answers: list[str] = []
     try:
@@ -120,9 +176,9 @@ async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Ju
         try:
             with metered(CostManager(), role=f"{JUDGE_ROLE}{check.key}.{asked}", run_log=log), acting("judge"):
                 for _ in range(samples):
-                    answer = await llm.ask(messages, settings=settings)
+                    answer, vote = await _one_verdict(llm, messages, settings)
                     answers.append(answer)
-                    votes.append(verdict_of(answer))
+                    votes.append(vote)
         finally:
             log.flush()
             judges.live += log.live_calls
@@ -130,7 +186,8 @@ async def run_judge(store: RunStore, record: RunRecord, check: Check, judges: Ju
     except EvalsetError:
         raise
     except Exception as exc:  # the judge's model failed: the check fails, saying why
-        return CheckResult(check.label, False, f"the judge could not answer: {type(exc).__name__}: {exc}", "judge")
+        return CheckResult(check.label, False, f"the judge could not answer: {type(exc).__name__}: "
+                                               f"{printable(exc)[:300]}", "judge")
     yes, no = votes.count(True), votes.count(False)
     passed = yes > samples // 2
     first = " ".join(answers[0].split())[:120] if answers else ""

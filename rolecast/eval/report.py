@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -86,29 +87,41 @@ def to_json(result: EvalResult) -> str:
     return json.dumps(result.as_dict(), indent=1, ensure_ascii=False)
 
 
+#: what XML 1.0 cannot hold, even escaped: control characters but tab, newline and carriage return,
+#: lone surrogates, U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: object) -> str:
+    """``text`` as XML can hold it: a character XML forbids written as ``\\xNN`` / ``\\uNNNN``."""
+    value = text if isinstance(text, str) else str(text)
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", value)
+
+
 def to_junit(result: EvalResult) -> str:
     """JUnit XML: a suite per evalset, a test case per run (classname: the case), a failure per failing run."""
     suite = ET.Element("testsuite", {
-        "name": result.evalset, "tests": str(result.runs), "failures": str(result.runs - result.passed_runs),
+        "name": _xml(result.evalset), "tests": str(result.runs), "failures": str(result.runs - result.passed_runs),
         "errors": "0", "time": f"{result.seconds:.3f}",
     })
     props = ET.SubElement(suite, "properties")
     for name, value in (("eval_id", result.eval_id), ("pass_rate", f"{result.pass_rate:.4f}"),
                         ("threshold", f"{result.threshold}"), ("passed", str(result.passed).lower())):
-        ET.SubElement(props, "property", {"name": name, "value": value})
+        ET.SubElement(props, "property", {"name": name, "value": _xml(value)})
     for case in result.cases:
         for run in case.runs:
             test = ET.SubElement(suite, "testcase", {
-                "classname": f"{result.evalset}.{case.id}", "name": f"{case.id}#{run.repeat}",
+                "classname": _xml(f"{result.evalset}.{case.id}"), "name": _xml(f"{case.id}#{run.repeat}"),
                 "time": f"{run.record.seconds:.3f}",
             })
             failures = run.failures
             if failures:
-                failure = ET.SubElement(test, "failure", {"message": printable(failures[0].reason)[:500],
-                                                          "type": failures[0].kind or "check"})
-                failure.text = "\n".join(f"{c.check}: {c.reason}" for c in failures)
+                failure = ET.SubElement(test, "failure", {"message": _xml(printable(failures[0].reason)[:500]),
+                                                          "type": _xml(failures[0].kind or "check")})
+                failure.text = _xml("\n".join(f"{c.check}: {c.reason}" for c in failures))
             out = ET.SubElement(test, "system-out")
-            out.text = f"run {run.run_id}: rolecast runs show {run.run_id}"
+            out.text = _xml(f"run {run.run_id}: rolecast runs show {run.run_id}")
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 

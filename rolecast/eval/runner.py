@@ -39,7 +39,7 @@ from ..runs.base import RunStore
 from ..runs.binding import RunBinding, bind_next_team
 from ..runs.store import default_store, open_store
 from .checks import CheckResult, run_check
-from .evalset import Case, Evalset, load_evalset
+from .evalset import Case, Evalset, check_plan_size, load_evalset
 from .judge import Judges, run_judge
 from .record import RunRecord, read_run
 from .results import CaseResult, EvalResult, RunResult
@@ -195,6 +195,7 @@ async def run_eval(
     repeats = evalset.repeat if repeat is None else repeat
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise UsageError(f"repeat is a whole number >= 1, not {repeats!r}")
+    check_plan_size(f"evalset {evalset.name!r}", len(evalset.cases), repeats)
     bar = evalset.threshold if threshold is None else threshold
     if not 0.0 <= bar <= 1.0:
         raise UsageError(f"threshold is a pass rate between 0 and 1, not {bar!r}")
