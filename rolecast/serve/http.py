@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import BodyTooLarge, RolecastError, UsageError
-from ..studio.app import Studio
+from ..studio.app import Studio, whole
 from ..studio.guard import TOKEN_COOKIE, ASGIApp, Receive, Scope, Send, _bearer, _cookie, _hostname, _same
 from ..studio.source import PAGE_SIZE
 from .runner import SETTLED, TeamRunner
@@ -154,10 +154,11 @@ class ServeAPI:
     async def stream(self, request: Request) -> Response:
         """The run's events as server-sent events, from ``after`` (or ``Last-Event-ID``) on, until it settles."""
         run_id = request.path_params["run_id"]
-        try:
-            after = int(request.headers.get("last-event-id") or request.query_params.get("after", "0"))
-        except ValueError:
-            return _error(400, "UsageError", "after (or Last-Event-ID) is a whole number: an event's seq")
+        named = "Last-Event-ID" if request.headers.get("last-event-id") else "after"
+        try:  # as the studio reads it: below 0 is 0, past what SQLite compares a 400 (not an OverflowError)
+            after = whole(request.headers.get("last-event-id") or request.query_params.get("after"), named)
+        except UsageError as exc:
+            return _error(400, "UsageError", str(exc))
         source = self.studio.source
         served = self.runner.find(run_id)
         if served is None:

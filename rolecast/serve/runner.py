@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +38,10 @@ WATCH_POLL = 0.5
 TASK_PREFIX = "task-"
 #: the most rounds a client may ask for
 MAX_ROUNDS = 100
+#: the longest idea a client may send, in characters (a task's idea is kept while it runs, and in its run)
+MAX_IDEA_CHARS = 65_536
+#: settled tasks kept in this process (each is in the run store: one let go is found there again)
+KEEP_SETTLED = 256
 
 # a served run's outcome (the A2A task states map from these: see .a2a)
 WORKING, WAITING, FINISHED, FAILED, CANCELLED = "working", "waiting", "finished", "failed", "cancelled"
@@ -148,18 +154,26 @@ class TeamRunner:
     def start(self, idea: str, rounds: Any = None, *, message_id: str = "", context_id: str = "") -> Served:
         """A new run of ``idea`` (or, for a ``message_id`` seen before, the run it started: a client that
         sends the same message again after a crash meets its task, not a second run)."""
-        if message_id and message_id in self._by_message:
-            return self.served[self._by_message[message_id]]
         if not isinstance(idea, str) or not idea.strip():
             raise UsageError("the idea is text with something in it")
+        if len(idea) > MAX_IDEA_CHARS:
+            raise UsageError(f"the idea is {len(idea):,} characters; a task takes at most {MAX_IDEA_CHARS:,}")
         n_round = self.check_rounds(rounds)
+        # the same message sent again (a client retrying after a crash) meets its task; the same messageId
+        # with other content (another client's message, or another message) is not that task
+        sent = _message_key(message_id, idea, n_round, context_id) if message_id else ""
+        known = self._by_message.get(sent) if sent else None
+        if known is not None:
+            found = self.served.get(known) or self.find(known)
+            if found is not None:
+                return found
         if sum(s.running for s in self.served.values()) >= self.max_running:
             raise UsageError(f"this server runs {self.max_running} tasks already: try again later")
         run_id = TASK_PREFIX + new_run_id()
         served = Served(run_id, idea, n_round, context_id or run_id, message_id)
         self.served[run_id] = served
-        if message_id:
-            self._by_message[message_id] = run_id
+        if sent:
+            self._by_message[sent] = run_id
         self._launch(served, idea)
         return served
 
@@ -216,6 +230,18 @@ class TeamRunner:
             if served.team is team:
                 served.team = None  # (a settled task keeps no team: a long-lived server holds many tasks)
             served.changed.set()
+            self._let_go_settled()
+
+    def _let_go_settled(self) -> None:
+        """Keep the newest :data:`KEEP_SETTLED` settled tasks in memory; the others (their ideas, answers)
+        are let go — :meth:`find` reads one from the run store when it is asked for again."""
+        settled = [run_id for run_id, s in self.served.items()
+                   if s.outcome in (FINISHED, FAILED, CANCELLED) and s.team is None and s.watcher is None]
+        for run_id in settled[: max(0, len(settled) - KEEP_SETTLED)]:
+            del self.served[run_id]
+        if len(self._by_message) > 4 * KEEP_SETTLED + self.max_running:
+            kept = set(self.served)
+            self._by_message = {k: v for k, v in self._by_message.items() if v in kept}
 
     async def _watch(self, served: Served) -> None:
         """A paused run: resume it once nothing is pending (answered here or in another process)."""
@@ -275,6 +301,12 @@ class TeamRunner:
                 served.watcher.cancel()
         if running:
             await asyncio.wait([s.task for s in running if s.task is not None])
+
+
+def _message_key(message_id: str, idea: str, rounds: int, context_id: str) -> str:
+    """What makes a message the same message: its id and its content."""
+    text = json.dumps([message_id, idea, rounds, context_id], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _poke(served: Served) -> None:
