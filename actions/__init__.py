@@ -23,6 +23,7 @@ from .structured import parse_code
 
 # the tool loops, the Semantic Kernel port and the tools load on first use (import stays light)
 _LAZY = {
+    **dict.fromkeys(("DebugError", "RunCode", "RunCodeResult", "WriteCode", "WriteCodeReview", "WriteTest"), ".coding"),
     **dict.fromkeys(("AgentAction", "AgentFinish", "AgentResult", "FunctionCallingAction", "ReActAction",
                      "StepwiseAction", "ToolLoopAction"), ".loops"),
     **dict.fromkeys(("ActionPlanner", "BasicPlanner", "FunctionPlan", "FunctionResult", "InputVariable", "Kernel",
@@ -34,6 +35,7 @@ _LAZY = {
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 if TYPE_CHECKING:
+    from .coding import DebugError, RunCode, RunCodeResult, WriteCode, WriteCodeReview, WriteTest
     from .loops import (
         AgentAction,
         AgentFinish,
@@ -84,6 +86,7 @@ __all__ = [
     "AgentFinish",
     "AgentResult",
     "BasicPlanner",
+    "DebugError",
     "FunctionCallingAction",
     "FunctionPlan",
     "FunctionRegistry",
@@ -99,6 +102,8 @@ __all__ = [
     "PromptTemplate",
     "PythonTool",
     "ReActAction",
+    "RunCode",
+    "RunCodeResult",
     "SequentialPlanner",
     "StepwiseAction",
     "Task",
@@ -107,7 +112,10 @@ __all__ = [
     "ToolLoopAction",
     "ToolParameter",
     "UserRequirement",
+    "WriteCode",
+    "WriteCodeReview",
     "WritePlan",
+    "WriteTest",
     "calculator",
     "calculator_tool",
     "kernel_function",

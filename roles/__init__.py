@@ -9,10 +9,12 @@ from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
 from .role_context import MessageQueue, RoleContext, RoleReactMode
 
 # ToolAgent brings the tool loops: loaded on first use (import stays light)
-_LAZY = {"ToolAgent": ".tool_agent", "RemoteAgent": ".remote"}
+_LAZY = {"ToolAgent": ".tool_agent", "RemoteAgent": ".remote",
+         **dict.fromkeys(("Engineer", "QaEngineer", "coding_team", "final_code"), ".coding")}
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 if TYPE_CHECKING:
+    from .coding import Engineer, QaEngineer, coding_team, final_code
     from .remote import RemoteAgent
     from .tool_agent import ToolAgent
 
@@ -22,10 +24,14 @@ __all__ = [
     "CONSTRAINT_TEMPLATE",
     "PREFIX_TEMPLATE",
     "STATE_TEMPLATE",
+    "Engineer",
     "MessageQueue",
+    "QaEngineer",
     "RemoteAgent",
     "Role",
     "RoleContext",
     "RoleReactMode",
     "ToolAgent",
+    "coding_team",
+    "final_code",
 ]

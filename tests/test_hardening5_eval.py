@@ -137,7 +137,7 @@ def test_code_that_ends_the_process_before_the_tests_leaves_no_results():
 def test_tests_the_code_defines_itself_are_not_run_as_the_reference_tests():
     results, _ = asyncio.run(run_tests("def add(a, b):\n    return a - b\ndef test_ok():\n    pass\n",
                                        "def test_add():\n    assert add(1, 2) == 3\n", 20))
-    assert results == {"test_add": "AssertionError: "}
+    assert results is not None and list(results) == ["test_add"] and "assert add(1, 2) == 3" in results["test_add"]
 
 
 # ------------------------------------------------------------------ 45: the author's reference tests

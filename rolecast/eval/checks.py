@@ -160,10 +160,16 @@ async def check_python_runs(record: RunRecord, args: dict[str, Any]) -> tuple[bo
 # or leaves before the tests ran, leaves no results: the check fails. (What stays open: code written to
 # dig the nonce out of the harness's own memory — the sandbox bounds what that could reach.)
 _HARNESS = """
-import json as _json, os as _os, sys as _sys
+import json as _json, linecache as _linecache, os as _os, sys as _sys, traceback as _traceback
 def _rolecast_harness(code, tests):
     nonce = _os.environ.pop("ROLECAST_RESULTS_NONCE", "")
-    write, fd, dumps = _os.write, _sys.__stdout__.fileno(), _json.dumps
+    write, fd, dumps, frames = _os.write, _sys.__stdout__.fileno(), _json.dumps, _traceback.extract_tb
+    for name, source in (("<code>", code), ("<tests>", tests)):  # (tracebacks show the failing line)
+        _linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    def failure(exc):
+        where = [f for f in frames(exc.__traceback__) if f.filename in ("<code>", "<tests>")]
+        line = f" (at {where[-1].filename} line {where[-1].lineno}: {where[-1].line})" if where else ""
+        return f"{type(exc).__name__}: {exc}"[:200] + line[:200]
     results = {}
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(code, "<code>", "exec"), namespace)
@@ -171,7 +177,7 @@ def _rolecast_harness(code, tests):
     try:
         exec(compile(tests, "<tests>", "exec"), namespace)
     except BaseException as exc:
-        results["<tests' top level>"] = f"{type(exc).__name__}: {exc}"[:200]
+        results["<tests' top level>"] = failure(exc)
     else:
         ran_top = any(not line.startswith(("def ", "class ", "import ", "from ", "#", " ", "\t", "@"))
                       for line in tests.splitlines() if line.strip())
@@ -182,7 +188,7 @@ def _rolecast_harness(code, tests):
                 fn()
                 results[name] = "passed"
             except BaseException as exc:
-                results[name] = f"{type(exc).__name__}: {exc}"[:200]
+                results[name] = failure(exc)
         if not results and ran_top:
             results["<tests' top level>"] = "passed"
     try:
