@@ -177,3 +177,12 @@ def test_metagpt_style_imports():
         assert getattr(actions, name).__doc__
     assert roles.Engineer.__doc__ and roles.QaEngineer.__doc__
     assert isinstance(coding_team(), Team)
+
+
+def test_the_coding_team_example_finds_its_bug_and_ends_with_the_fix():
+    import support
+
+    out = support.run_example("examples/coding_team.py", "--scripted", "--no-console")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "best = n if best is None" in out.stdout and "sorted(numbers)" not in out.stdout.split("===")[-3]
+    assert "All tests passed (2)" in out.stdout
