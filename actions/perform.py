@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from memory import Message, any_to_str
 from memory.message import plain_message
+from memory.views import memory_view
 from rolecast.errors import (
     ActionFailed,
     ContextOverflow,
@@ -34,6 +35,9 @@ from rolecast.errors import (
 
 from .action import Action
 from .action_node import ActionNode, ActionOutput
+
+#: how much of its memory budget a MetaGPT-style action keeps when run again after an overflow
+TIGHTEN = 0.5
 
 # failures of the model server, not of the model's answer: they surface as ActionFailed
 # (role, action, the LLM error as cause); format errors and control flow keep their type
@@ -102,8 +106,12 @@ async def perform(
     log = action.context.run_log
     if log is not None and not log.idle:  # a passing event for live readers (the console): who works on what
         log.notify("thinking", {"action": action.name}, role=owner.name)
+    fitter = getattr(owner, "memory_fitter", None) if invoke is not None else None
     try:
-        result = await (invoke() if invoke is not None else action.run(list(history)))
+        if fitter is None:
+            result = await (invoke() if invoke is not None else action.run(list(history)))
+        else:
+            result = await _invoke_fitted(owner, action, invoke, fitter)  # type: ignore[arg-type]
     except ContextOverflow:  # not a failure of the server: the prompt must change (it names role and action)
         raise
     except _TRANSPORT as exc:
@@ -118,6 +126,23 @@ async def perform(
     message = to_message(result, action, owner)
     owner.remember(message)
     return message
+
+
+async def _invoke_fitted(owner: Any, action: Action, invoke: Callable[[], Awaitable[Any]],
+                         fitter: Callable[[Action, float], Any]) -> Any:
+    """``invoke()`` (a role's own ``_act``, MetaGPT's way: it reads the role's memory itself) with the role's
+    memory shown fitted to the window (:mod:`memory.views`); when the prompt it built still overflows (the
+    check before sending), the fit is tightened and the action runs once more, rather than ending the run."""
+    view = fitter(action, 1.0)
+    try:
+        with memory_view(owner.rc.memory, view):
+            return await invoke()
+    except ContextOverflow as exc:
+        tighter = fitter(action, TIGHTEN)
+        logger.info("{}: the prompt of {} overflowed the window ({}); fitting its memory tighter and running it "
+                    "again", owner.name, action.name, exc)
+        with memory_view(owner.rc.memory, tighter):
+            return await invoke()
 
 
 __all__ = ["Performer", "perform", "to_message"]

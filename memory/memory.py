@@ -15,6 +15,7 @@ from rolecast.errors import DataError, UsageError
 
 from .fingerprints import KeyIndex
 from .message import Message, any_to_str, load_json_data
+from .views import _VIEW, viewed
 
 if TYPE_CHECKING:
     from .archive import MessageArchive
@@ -346,11 +347,16 @@ class Memory:
 
     def get(self, k: int = 0, *, archived: bool = False) -> list[Message]:
         """The last ``k`` messages, oldest first; ``k=0`` means all. With ``archived=True``, from the
-        messages the window let go too (read back from the run log)."""
+        messages the window let go too (read back from the run log). While an action of this memory's role
+        runs, the framework may show a fitted view instead (:mod:`memory.views`): the newest messages that fit
+        the model's window, after the latest summary."""
         if archived and (k <= 0 or k > len(self.storage)):
             older = self.archived()
             if older:
                 return [*older, *self.storage][-k:] if k > 0 else [*older, *self.storage]
+        if _VIEW.get() is not None:  # an action of this memory's role is running: it reads a fitted view
+            shown = viewed(self, list(self.storage))
+            return shown[-k:] if k > 0 else shown
         return self.storage[-k:] if k > 0 else list(self.storage)
 
     def get_by_action(self, action: Any, *, archived: bool = False) -> list[Message]:

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING, Any
 from memory import Message
 from rolecast.errors import UsageError
 from rolecast.llm.base import BaseLLM, Messages
-from rolecast.llm.window import ACTION_SHARE, SAFETY_TOKENS, ContextWindow, fit_to_window, omitted_note
+from rolecast.llm.window import (
+    ACTION_SHARE,
+    SAFETY_TOKENS,
+    ContextWindow,
+    Fitted,
+    estimate_prompt_tokens,
+    fit_history,
+    fit_to_window,
+    omitted_note,
+    record_fitted,
+)
 from rolecast.llm.window import answer_room as window_answer_room
 from rolecast.runs.log import acting
 
@@ -100,6 +110,58 @@ async def history_for_action(role: Role, action: Any, history: Sequence[Message]
     note = Message(content=omitted_note(omitted), role="system", sent_from="rolecast", cause_by=COMPACTED,
                    id=f"omitted-{omitted}")
     return [note, *history[omitted:]]
+
+
+# ------------------------------------------------------------------ memory as MetaGPT code reads it
+class MemoryFitter:
+    """The view of a role's memory while one of its actions runs (see :mod:`memory.views`): after the
+    latest compaction summary (when compaction is on), the newest messages whose text fits the window
+    beside the action's own words (an eighth of the window), the role's system prompt and the answer's
+    room — counted by the upper-bound estimate (the prompt is checked exactly before it is sent; an
+    overflow there tightens the fit to ``scale`` and runs the action once more). The newest message is
+    always kept. When messages were left out the first one shown is a note saying how many, a
+    ``history_fitted`` event is logged once per action run, and a compaction is due at the next turn."""
+
+    def __init__(self, role: Role, action: Any, scale: float = 1.0):
+        self.role, self.action, self.scale = role, action, scale
+        self.omitted = 0
+        llm = getattr(action, "llm", None) or role.llm
+        self.window = llm.context_window if isinstance(llm, ContextWindow) else 0
+        self.compacting = role._compaction is not None or role.context.kwargs.get("compaction") is not None
+        if self.window:
+            room = window_answer_room(llm)
+            prefix = estimate_prompt_tokens(getattr(action, "prefix", "") or role._get_prefix(), 2)
+            reserve = max(64, int(self.window * ACTION_SHARE))
+            self.budget = max(0, int((self.window - room - reserve - prefix - SAFETY_TOKENS) * scale))
+
+    def __call__(self, messages: list[Message]) -> list[Message]:
+        shown = compacted_view(messages) if self.compacting else messages
+        if not self.window or not shown:
+            return shown
+        # the common case first: even at a token a character (an upper bound for any tokenizer's count of
+        # plain text), the messages fit; nothing is estimated message by message
+        chars = 0
+        for message in shown:
+            chars += len(message.content) + 16
+        if chars <= self.budget:
+            return shown
+        # a summary stands first, and is never left out: the facts it holds are in no other message
+        pinned = shown[:1] if self.compacting and shown[0].cause_by == COMPACTED else []
+        rest = shown[len(pinned):]
+        budget = self.budget - sum(estimate_prompt_tokens(str(m), 0) + 1 for m in pinned)
+        costs = [estimate_prompt_tokens(str(m), 0) + 1 for m in rest]
+        fitted = fit_history(range(len(rest)), budget, lambda i: costs[i])
+        omitted = min(fitted.omitted, len(rest) - 1)  # the newest is always shown
+        if omitted <= 0:
+            return shown
+        if not self.omitted:
+            record_fitted(f"memory of action {self.action.name}", Fitted(list(range(omitted, len(rest))), omitted,
+                          budget, sum(costs[omitted:])), self.window, 0, role=self.role)
+            self.role.__dict__["_compaction_due"] = True
+        self.omitted = omitted
+        note = Message(content=omitted_note(omitted), role="system", sent_from="rolecast", cause_by=COMPACTED,
+                       id=f"omitted-{omitted}")
+        return [*pinned, note, *rest[omitted:]]
 
 
 async def history_budget(role: Role) -> int:
@@ -204,16 +266,24 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
         return None
     llm = compaction.model_for(role)
     window = role.llm.context_window
-    tokens = sum(await role.llm.count_texts([str(m) for m in history])) + len(history)
-    if tokens <= compaction.share * window:
-        return None
+    # due: an action's own prompt (MetaGPT code reading its memory) had to leave messages out last turn
+    due = role.__dict__.pop("_compaction_due", False)
+    if not due:
+        tokens = sum(await role.llm.count_texts([str(m) for m in history])) + len(history)
+        if tokens <= compaction.share * window:
+            return None
     prompt = SUMMARY_PROMPT.format(words=compaction.words, history="{history}")
     # the answer's room is what ``words`` words take (a small model writes on to max_tokens otherwise)
     room = min(window_answer_room(llm), summary_tokens(compaction.words))
-    fitted = await fit_history_for(role, llm, older, [{"role": "user", "content": prompt.format(history="")}],
+    # the previous summary is never left out (the facts it holds are in no other message any more): it is a
+    # fixed part of the prompt, and the messages after it are fitted beside it
+    previous = older[0] if older and older[0].cause_by == COMPACTED else None
+    rest = older[1:] if previous is not None else older
+    head = f"{previous}\n" if previous is not None else ""
+    fitted = await fit_history_for(role, llm, rest, [{"role": "user", "content": prompt.format(history=head)}],
                                    room, purpose="compaction")
     with acting(COMPACTED):  # logged as the compaction's call (the studio marks it a summary)
-        summary = (await llm.ask(prompt.format(history=fitted.text()), settings={"max_tokens": room})).strip()
+        summary = (await llm.ask(prompt.format(history=head + fitted.text()), settings={"max_tokens": room})).strip()
     replaced = sum(int(m.metadata.get("compacted", 1)) if m.cause_by == COMPACTED else 1 for m in older)
     digest = hashlib.sha256("\n".join(m.content for m in older).encode()).hexdigest()[:16]
     message = Message(
@@ -222,9 +292,12 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
         metadata={"compacted": replaced, "kept_from": history[len(older)].id},
     )
     role.rc.memory.add(message)
+    log = role.context.run_log
+    if log is not None and not log.idle:  # (the live console says so: one line)
+        log.notify("compacted", {"replaced": replaced, "kept": len(history) - len(older)}, role=role.name)
     return message
 
 
-__all__ = ["COMPACTED", "Compaction", "FittedHistory", "answer_room", "as_compaction", "compact",
+__all__ = ["COMPACTED", "Compaction", "FittedHistory", "MemoryFitter", "answer_room", "as_compaction", "compact",
            "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt",
            "summary_tokens"]

@@ -60,6 +60,7 @@ from .checks import _action_list, refuse_roles_that_do_nothing, watched_name  # 
 from .fitting import (
     COMPACTED,
     Compaction,
+    MemoryFitter,
     as_compaction,
     compact,
     compacted_view,
@@ -310,6 +311,11 @@ class Role(MetaGPTSDK, Inbox, Model):
             history = self.rc.history  # (one copy; scanned for a summary only when its cause holds one)
             return compacted_view(history) if self.rc.memory.get_by_action(COMPACTED) else history
         return await long_term.context(self.rc.memory, self.rc.news, llm=self.llm, budget=await history_budget(self))
+
+    def memory_fitter(self, action: Action, scale: float = 1.0) -> MemoryFitter:
+        """How this role's memory reads while ``action`` runs in an ``_act`` of its own (MetaGPT's way):
+        fitted to the window (see :class:`~roles.fitting.MemoryFitter`)."""
+        return MemoryFitter(self, action, scale)
 
     def _identity_prefix(self) -> str:
         """Profile, name, goal and constraints: the start of the identity prompt."""

@@ -27,7 +27,7 @@ from ..accounting.cost import CostManager
 from ..errors import RolecastError
 from ..runs import events as run_events
 from ..runs.approvals import EXIT_WAITING
-from ..runs.events import MESSAGE_ROUTE_TO_ALL, STATE_INVALID
+from ..runs.events import HISTORY_FITTED, MESSAGE_ROUTE_TO_ALL, STATE_INVALID
 from ..runs.store import (
     LLM_CALL,
     MESSAGE,
@@ -43,6 +43,7 @@ from .printable import printable
 
 THINKING = "thinking"  # passing event: a role starts an action ({"action": name})
 LLM_TOKEN = "llm_token"  # passing event: a chunk of streamed model text ({"text": chunk})
+COMPACTED_EVENT = "compacted"  # passing event: a role's older messages became a summary ({"replaced", "kept"})
 _ALL = MESSAGE_ROUTE_TO_ALL
 T = TypeVar("T")
 
@@ -119,6 +120,7 @@ class RunConsole:
         self.saved_cost = 0.0
         self.live_calls = 0
         self.closed = False
+        self._last_fitted: tuple[Any, ...] | None = None
         self._lock = threading.RLock()
         self._live: Any = None
         self._console: Any = None
@@ -245,6 +247,22 @@ class RunConsole:
         self._line(f"! {stats.label}: the answer to \"choose the next action\" was {raw!r}, not a number "
                    f"from -1 to {n - 1}; its turn ended", style="yellow")
 
+    def _on_history_fitted(self, event: RunEvent) -> None:
+        data = event.data
+        key = (event.role, data.get("purpose"), data.get("omitted"))
+        if key == self._last_fitted:  # (the same fit again, turn after turn: said once)
+            return
+        self._last_fitted = key
+        label = self.stats(event.role).label if event.role in self.roles else printable(event.role or "run")
+        self._line(printable(f"↳ {label}: {data.get('purpose')}: left out the {data.get('omitted')} oldest "
+                             f"{data.get('unit') or 'message'}(s), kept {data.get('kept')}, to fit the window of "
+                             f"{data.get('window')} tokens"), style="dim")
+
+    def _on_compacted(self, event: RunEvent) -> None:
+        label = self.stats(event.role).label if event.role in self.roles else printable(event.role or "run")
+        self._line(printable(f"↳ {label}: summarised {event.data.get('replaced')} earlier messages into one "
+                             f"(the newest {event.data.get('kept')} kept whole)"), style="dim")
+
     def _on_run_stopped(self, event: RunEvent) -> None:
         self.stop_reason = str(event.data.get("reason") or "")
         self.reused_calls = int(event.data.get("reused_calls") or 0)
@@ -266,6 +284,8 @@ class RunConsole:
         TURN_FINISHED: _on_turn_finished,
         TURN_FAILED: _on_turn_failed,
         STATE_INVALID: _on_state_invalid,
+        HISTORY_FITTED: _on_history_fitted,
+        COMPACTED_EVENT: _on_compacted,
         RUN_STOPPED: _on_run_stopped,
     }
 
