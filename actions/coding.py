@@ -36,6 +36,7 @@ from rolecast.errors import UsageError
 
 from .action import Action
 from .structured import parse_code
+from .tools.harness import run_tests
 
 #: a code answer: one fenced Python block (the model can write nothing else when it decodes under a grammar)
 CODE_GRAMMAR = 'root ::= "```python\\n" [^`]+ "```"'
@@ -161,15 +162,13 @@ class RunCode(Action):
     """Run ``code`` and ``tests`` in rolecast's sandbox, never in this process (MetaGPT's RunCode).
 
     Each ``test_`` function the tests define is called (top-level asserts count as one test); the outcome
-    reaches the framework on a channel the code cannot write (see :func:`rolecast.eval.checks.run_tests`).
+    reaches the framework on a channel the code cannot write (see :func:`actions.tools.harness.run_tests`).
     """
 
     name: str = "RunCode"
     timeout: float = DEFAULT_TIMEOUT
 
     async def run(self, code: str, tests: str, timeout: float | None = None) -> RunCodeResult:  # type: ignore[override]
-        from rolecast.eval.checks import run_tests  # (the sandbox harness, imported when code first runs)
-
         results, sandboxed = await run_tests(parse_code(code), parse_code(tests), timeout or self.timeout)
         stdout, stderr = str(sandboxed.stdout)[-4000:], str(sandboxed.stderr)[-4000:]
         if results is None:

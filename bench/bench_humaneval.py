@@ -51,7 +51,8 @@ async def one_call(llm: Any, problem: dict[str, Any]) -> str:
 
 
 async def team(llm: Any, problem: dict[str, Any], k: int, rounds: int) -> str:
-    from roles.coding import coding_team, final_code
+    from environment import coding_team
+    from roles.coding import final_code
 
     crew = coding_team(n_candidates=k, test_round_allowed=rounds, llm=llm)
     history = await crew.run(n_round=2 * rounds + 2, idea=problem["prompt"])

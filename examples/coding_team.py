@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+from environment import coding_team
 from memory import Message
 from rolecast.observe.console import run_script
 from rolecast.testing import FunctionLLM
-from roles import coding_team, final_code
+from roles import final_code
 
 REQUIREMENT = '''def running_max(numbers: list) -> list:
     """Return the list of the largest number seen so far at each position.

@@ -38,6 +38,15 @@ def library_logging(name: str) -> None:
 
 library_logging("rolecast")
 
+# `rolecast.actions`, `rolecast.roles`, `rolecast.environment`, `rolecast.memory`: the top-level packages
+# under rolecast's own name (see rolecast.core.packages)
+from .core.packages import TOP_LEVEL, check_packages, install_aliases  # noqa: E402
+
+# a project's own folder named actions/ (or memory/ …) first on sys.path would hide rolecast's: said here, by
+# name, rather than as an ImportError deep inside the first import of it
+check_packages(*TOP_LEVEL)
+install_aliases()
+
 
 def enable_logging(level: str = "INFO") -> None:
     """For applications (scripts, examples, the CLI): show rolecast's logs on stderr.

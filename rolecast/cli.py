@@ -148,27 +148,43 @@ async def _choose(prompt: str, n: int) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rolecast`` command line: every command and argument with its help."""
+    parser = argparse.ArgumentParser(
+        prog="rolecast", description="rolecast: MetaGPT-style teams of LLM agents. Inspect and run the configured "
+        "model, the run store, evals, the studio and served teams.")
     parser.add_argument("--version", action="version", version=f"rolecast {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="show which model a run would use")
-    ask = sub.add_parser("ask", help="ask the configured model one question")
-    ask.add_argument("prompt")
-    choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does")
-    choose.add_argument("prompt")
-    choose.add_argument("n", type=int)
+    sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    sub.add_parser("info", help="show which model a run would use", description="Show the model a run would "
+                   "use (provider, model, window, engine) and the configured services.")
+    ask = sub.add_parser("ask", help="ask the configured model one question", description="Ask the configured "
+                         "model one question and print its answer as it streams.")
+    ask.add_argument("prompt", help="the question")
+    choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does",
+                            description="Ask the configured model to pick one of N numbered states (-1 for none), "
+                                        "as a role's _think does; prints the number.")
+    choose.add_argument("prompt", help="the state-selection prompt")
+    choose.add_argument("n", type=int, help="how many states there are (answers are -1 … n-1)")
     runs_commands.add_parser(sub)
     eval_command.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     serve.add_arguments(sub.add_parser("serve", help="serve a team over A2A and an HTTP API, each task a durable run"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     argv, command_line = runs_commands.split_command(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
     if command_line is not None:  # (rolecast runs rerun RUN -- CMD ARGS…)
         args.command_line = command_line
 
-    enable_logging("DEBUG" if args.verbose else "INFO")
+    if args.command is None:  # plain `rolecast`: what it can do
+        parser.print_help()
+        return 0
+    # the library's INFO lines are for runs (eval, serve, studio); a question or a report prints only its answer
+    enable_logging("DEBUG" if args.verbose else ("WARNING" if args.command in ("info", "ask", "choose") else "INFO"))
     try:
         if args.command == "info":
             return _info()
@@ -195,4 +211,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]

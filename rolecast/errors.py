@@ -164,6 +164,12 @@ class BodyTooLarge(DataError):
     was read (the server answers 413; a body whose stated length is too big is refused before reading)."""
 
 
+class ShadowedPackage(UsageError, ImportError):
+    """One of rolecast's top-level packages (``actions``, ``roles``, ``environment``, ``memory``) would be
+    imported from another place: a project's own folder of that name comes first on ``sys.path``. The
+    message names both places and how to fix it."""
+
+
 # ------------------------------------------------------------------ run errors
 class EvalsetError(UsageError):
     """An evalset (``rolecast eval``) cannot be used: not YAML/JSON, an unknown key or check (the
@@ -524,6 +530,7 @@ __all__ = [
     "RunInUse",
     "SandboxError",
     "ScriptExhausted",
+    "ShadowedPackage",
     "StoreError",
     "TemplateError",
     "ToolError",

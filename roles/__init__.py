@@ -10,11 +10,11 @@ from .role_context import MessageQueue, RoleContext, RoleReactMode
 
 # ToolAgent brings the tool loops: loaded on first use (import stays light)
 _LAZY = {"ToolAgent": ".tool_agent", "RemoteAgent": ".remote",
-         **dict.fromkeys(("Engineer", "QaEngineer", "coding_team", "final_code"), ".coding")}
+         **dict.fromkeys(("Engineer", "QaEngineer", "final_code"), ".coding")}
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
 
 if TYPE_CHECKING:
-    from .coding import Engineer, QaEngineer, coding_team, final_code
+    from .coding import Engineer, QaEngineer, final_code
     from .remote import RemoteAgent
     from .tool_agent import ToolAgent
 
@@ -32,6 +32,5 @@ __all__ = [
     "RoleContext",
     "RoleReactMode",
     "ToolAgent",
-    "coding_team",
     "final_code",
 ]

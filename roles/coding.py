@@ -1,4 +1,4 @@
-"""MetaGPT's Engineer and QaEngineer in single-file form, and :func:`coding_team`: code that is run,
+"""MetaGPT's Engineer and QaEngineer in single-file form, and what they need: code that is run,
 tested and debugged before the team is done (MetaGPT's executable feedback).
 
 * :class:`Engineer` watches the user's requirement and bug reports: it writes the code
@@ -14,7 +14,7 @@ tested and debugged before the team is done (MetaGPT's executable feedback).
 What differs from MetaGPT: its Engineer works through a project's task list into a git repository and
 its QaEngineer tests each file of it and rewrites the code itself; here there is one file, the code is
 the Engineer's message, and the Engineer rewrites its own code from the QaEngineer's bug report.
-:func:`final_code` reads the team's answer from a run's history.
+:func:`final_code` reads the team's answer from a run's history; :func:`environment.coding_team` makes the team.
 """
 
 from __future__ import annotations
@@ -137,22 +137,9 @@ class QaEngineer(Role):
                        role=self.profile, cause_by=RunCode, sent_from=self.name)
 
 
-def coding_team(
-    *, n_candidates: int = 3, test_round_allowed: int = 5, use_code_review: bool = False, **team_kwargs: Any,
-) -> Any:
-    """A :class:`~environment.Team` of an :class:`Engineer` and a :class:`QaEngineer`: run it with the
-    requirement as the idea and ``n_round`` of at least ``2 * test_round_allowed + 1`` (each rewrite takes
-    the Engineer a round and the QaEngineer the next); :func:`final_code` reads the code it ended with.
-    ``team_kwargs`` go to ``Team`` (``llm=``, ``store=``, ``investment=`` …)."""
-    from environment import Team  # (environment imports roles: the team is built when asked for)
-
-    return Team(roles=[Engineer(n_candidates=n_candidates, use_code_review=use_code_review),
-                       QaEngineer(test_round_allowed=test_round_allowed)], **team_kwargs)
-
-
 def final_code(history: Sequence[Message]) -> str:
     """The code of the newest WriteCode message of a run's ``history`` ("" when none)."""
     return next((parse_code(m.content) for m in reversed(list(history)) if m.cause_by == _WRITE_CODE), "")
 
 
-__all__ = ["Engineer", "QaEngineer", "coding_team", "final_code"]
+__all__ = ["Engineer", "QaEngineer", "final_code"]

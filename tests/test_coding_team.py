@@ -9,10 +9,10 @@ import pytest
 
 from actions import DebugError, RunCode, WriteCode, WriteCodeReview, WriteTest
 from actions.coding import CODE_GRAMMAR, RunCodeResult, visible_examples, with_imports
-from environment import Team
+from environment import Team, coding_team
 from rolecast.errors import UsageError
 from rolecast.testing import FunctionLLM
-from roles import Engineer, QaEngineer, coding_team, final_code
+from roles import Engineer, QaEngineer, final_code
 
 REQUIREMENT = '''def add(a: int, b: int) -> int:
     """Add two numbers.

@@ -9,8 +9,6 @@ process); the judge (:mod:`rolecast.eval.judge`) asks a model.
 from __future__ import annotations
 
 import importlib
-import json
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +19,8 @@ from .record import RunRecord, Said
 #: where the sandbox lives: in ``actions/tools`` (above the kernel), found by name when a check first
 #: runs code — as a provider is found by name — so importing rolecast stays light and one-way
 SANDBOX_MODULE = "actions.tools.sandbox"
+#: the harness that runs tests against code in the sandbox (results on a channel the code cannot write)
+HARNESS_MODULE = "actions.tools.harness"
 DEFAULT_TIMEOUT = 20.0
 
 
@@ -152,72 +152,11 @@ async def check_python_runs(record: RunRecord, args: dict[str, Any]) -> tuple[bo
     return False, f"{who}'s code fails when run: {_failure(result)}"
 
 
-# The harness run in the sandbox: the code, then the tests, in one namespace; each test_ function the tests
-# defined is called. The outcome goes out on a channel the code cannot write: a line keyed by a nonce the
-# harness takes out of its environment before any of the code runs, written through the stdout handle it
-# saved first (the code may print anything, replace print, sys.stdout or json: none of it is read as
-# results). A nonce-less "@@results@@" line the code prints is just output. Code that kills the process,
-# or leaves before the tests ran, leaves no results: the check fails. (What stays open: code written to
-# dig the nonce out of the harness's own memory — the sandbox bounds what that could reach.)
-_HARNESS = """
-import json as _json, linecache as _linecache, os as _os, sys as _sys, traceback as _traceback
-def _rolecast_harness(code, tests):
-    nonce = _os.environ.pop("ROLECAST_RESULTS_NONCE", "")
-    write, fd, dumps, frames = _os.write, _sys.__stdout__.fileno(), _json.dumps, _traceback.extract_tb
-    for name, source in (("<code>", code), ("<tests>", tests)):  # (tracebacks show the failing line)
-        _linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    def failure(exc):
-        where = [f for f in frames(exc.__traceback__) if f.filename in ("<code>", "<tests>")]
-        line = f" (at {where[-1].filename} line {where[-1].lineno}: {where[-1].line})" if where else ""
-        return f"{type(exc).__name__}: {exc}"[:200] + line[:200]
-    results = {}
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(compile(code, "<code>", "exec"), namespace)
-    before = {name: value for name, value in namespace.items() if name.startswith("test")}
-    try:
-        exec(compile(tests, "<tests>", "exec"), namespace)
-    except BaseException as exc:
-        results["<tests' top level>"] = failure(exc)
-    else:
-        ran_top = any(not line.startswith(("def ", "class ", "import ", "from ", "#", " ", "\t", "@"))
-                      for line in tests.splitlines() if line.strip())
-        for name, fn in list(namespace.items()):
-            if not (name.startswith("test") and callable(fn)) or before.get(name) is fn:
-                continue
-            try:
-                fn()
-                results[name] = "passed"
-            except BaseException as exc:
-                results[name] = failure(exc)
-        if not results and ran_top:
-            results["<tests' top level>"] = "passed"
-    try:
-        _sys.stdout.flush()  # what the code printed first, then the results line
-    except BaseException:
-        pass
-    write(fd, ("\\n@@results-" + nonce + "@@" + dumps(results) + "\\n").encode())
-_rolecast_harness(@CODE@, @TESTS@)
-"""
-_RESULTS = "@@results-{nonce}@@"
-
-
 async def run_tests(code: str, tests: str, timeout: float) -> tuple[dict[str, str] | None, Any]:
-    """Run ``tests`` against ``code`` in the sandbox: each test's outcome ("passed" or the error), or None
-    when the harness left none (the code failed at import, or ended the process); and the sandbox result."""
-    nonce = secrets.token_hex(16)
-    sandbox = importlib.import_module(SANDBOX_MODULE)
-    program = _HARNESS.replace("@CODE@", repr(code)).replace("@TESTS@", repr(tests))
-    result = await sandbox.run_python(program, timeout=timeout,
-                                      env={"ROLECAST_RESULTS_NONCE": nonce})
-    marker = _RESULTS.format(nonce=nonce)
-    found = [line for line in str(result.stdout).splitlines() if line.startswith(marker)]
-    if len(found) != 1:
-        return None, result
-    try:
-        results = json.loads(found[0][len(marker):])
-    except ValueError:
-        return None, result
-    return results, result
+    """``actions.tools.harness.run_tests``: each test's outcome against ``code``, run in the sandbox (found by
+    name, as the sandbox is: the harness lives beside it, above the kernel)."""
+    harness = importlib.import_module(HARNESS_MODULE)
+    return await harness.run_tests(code, tests, timeout)
 
 
 async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[bool, str]:
