@@ -200,3 +200,19 @@ def test_a_judge_without_a_grammar_that_rambles_is_asked_again_for_the_verdict_f
     assert len(judge.calls) == 2 and result.passed_runs == 0
     [check] = result.cases[0].runs[0].checks
     assert "1 FAIL" in check.reason and "unreadable" not in check.reason
+
+
+# ------------------------------------------------------------------ 47: progress, and every failing check
+def test_eval_prints_a_line_per_run_and_lists_every_failing_check_whole(folder, capsys):
+    long_reason = "x" * 300
+    path = _project(folder, {"one": f"def add(a, b): raise ValueError('{long_reason}')",
+                             "two": "def add(a, b): return a"},
+                    "      - contains: def subtract\n      - contains: return\n")
+    assert main(["eval", str(path), "--store", "runs.db"]) == 1
+    shown = capsys.readouterr()
+    assert "run 1: one finished" in shown.err and "run 2: two finished" in shown.err
+    assert "failing checks (3):" in shown.out
+    # the table cuts a reason at 100 characters; the list below it has each whole
+    whole = "contains(text='def subtract'): 'def subtract' is not in the messages (1 message(s); the last: " \
+            "'def add(a, b): return a')"
+    assert whole in shown.out

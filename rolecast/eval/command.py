@@ -70,9 +70,19 @@ def run(args: argparse.Namespace) -> int:
     enable_logging("DEBUG" if getattr(args, "verbose", False) else "WARNING")
     if args.eval_id is not None and args.rescore is not None:
         raise UsageError("--eval-id names a new or unfinished eval; --rescore names the eval to score")
+    done = 0
+
+    def progress(run_id: str, case: str, made: bool) -> None:
+        # a line a run as it ends (a team on a small model takes a while): on stderr, stdout keeps the results
+        nonlocal done
+        done += 1
+        print(f"run {done}: {case} {'finished' if made else 'found finished'} ({run_id})", file=sys.stderr,
+              flush=True)
+
     result = asyncio.run(run_eval(
         args.evalset, repeat=args.repeat, threshold=args.threshold, store=args.store,
         concurrency=args.concurrency, rescore=args.rescore, baseline=args.baseline, eval_id=args.eval_id,
+        on_run=progress,
     ))
     text = report.to_json(result)
     if args.json_out == "-":

@@ -47,6 +47,23 @@ def rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
     return header, out
 
 
+#: the most characters of one failing check's reason the table's list shows (the JSON has them whole)
+REASON_CHARS = 2000
+
+
+def failures(result: EvalResult) -> list[str]:
+    """Every failing check of every run, one line each: case, repeat, run id, check and the whole reason."""
+    lines = []
+    for case in result.cases:
+        for run in case.runs:
+            for check in run.failures:
+                reason = printable(check.reason)
+                if len(reason) > REASON_CHARS:
+                    reason = reason[:REASON_CHARS] + f" [{len(reason) - REASON_CHARS} more characters in the JSON]"
+                lines.append(f"{case.id}#{run.repeat} ({run.run_id}) {printable(check.check)}: {reason}")
+    return lines
+
+
 def summary_line(result: EvalResult) -> str:
     verdict = "PASSED" if result.passed else "FAILED"
     what = "rescored" if result.rescored else f"{result.made_runs} run(s) made, {result.found_runs} found finished"
@@ -78,6 +95,11 @@ def table(result: EvalResult, *, color: bool | None = None) -> str:
                       no_color=not color)
     console.print(grid)
     console.print(summary_line(result), markup=False)
+    failing = failures(result)
+    if failing:
+        console.print(f"failing checks ({len(failing)}):", markup=False)
+        for line in failing:
+            console.print("  " + line, markup=False, soft_wrap=True)
     for note in result.notes:
         console.print(f"note: {note}", markup=False)
     return buffer.getvalue().rstrip("\n")
@@ -132,4 +154,4 @@ def write(path: str | Path, text: str) -> None:
     target.write_text(text + "\n", encoding="utf-8")
 
 
-__all__ = ["rows", "summary_line", "table", "to_json", "to_junit", "write"]
+__all__ = ["failures", "rows", "summary_line", "table", "to_json", "to_junit", "write"]
