@@ -171,6 +171,8 @@ class Action(Model):
     _shared: Any = PrivateAttr(default=False)
     #: a binding (see :meth:`bound_to`): the shared instance it binds to a role, until it is changed
     _bound_from: Action | None = PrivateAttr(default=None)
+    #: few-shot demonstrations (a tuning's: see :meth:`set_demos`), as (prompt, answer) pairs
+    _demos: tuple[tuple[str, str], ...] | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -420,7 +422,26 @@ class Action(Model):
         ``grammar`` (GBNF) constrains the answer on models that decode under one.
         """
         systems = [self.prefix, *(system_msgs or [])] if self.prefix else list(system_msgs or [])
+        private = self.__pydantic_private__
+        demos = private.get("_demos") if private else None
+        if demos and isinstance(prompt, str):
+            # the one place demonstrations are rendered: after the system prompt, a user turn and an
+            # assistant turn each, then the action's own prompt
+            turns: list[dict[str, Any]] = [{"role": "system", "content": text} for text in systems]
+            for asked, answered in demos:
+                turns += [{"role": "user", "content": asked}, {"role": "assistant", "content": answered}]
+            return await self.llm.ask([*turns, {"role": "user", "content": prompt}], stop=stop,
+                                      settings=self.settings, grammar=grammar)
         return await self.llm.ask(prompt, systems, stop=stop, settings=self.settings, grammar=grammar)
+
+    def set_demos(self, demos: Sequence[tuple[str, str]]) -> None:
+        """Few-shot demonstrations for this action's calls (what a tuning's ``action:<Class>.demos`` sets):
+        (prompt, answer) pairs, rendered by :meth:`_aask` as a user and an assistant turn each, after the
+        system prompt and before the action's own prompt. None (the default) sends the prompt as it is."""
+        pairs = tuple((str(asked), str(answered)) for asked, answered in demos)
+        private = self.__pydantic_private__
+        assert private is not None
+        private["_demos"] = pairs or None
 
     async def _run_action_node(self, *args: Any, **kwargs: Any) -> ActionNode:
         """Fill :attr:`node` from the history given (newest first, as MetaGPT numbers it)."""

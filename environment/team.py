@@ -39,6 +39,7 @@ from rolecast.runs.store import (
     default_store,
     open_store,
 )
+from rolecast.tuning.surface import apply_tuning, resolve_tuning
 from roles import Role
 from roles.action_list import raw_actions
 from roles.checks import refuse_roles_that_do_nothing
@@ -55,7 +56,7 @@ DEFAULT: Any = object()
 
 INIT_KEYWORDS = frozenset(
     {"llm", "llms", "context", "config", "roles", "on_error", "env_desc", "store", "run_id", "runtime", "durability",
-     "reuse", "fork", "at", "compaction", "max_concurrent_turns"}
+     "reuse", "fork", "at", "compaction", "max_concurrent_turns", "tuning"}
 )
 
 
@@ -152,6 +153,7 @@ class Team(Model):
     _log_after: int = PrivateAttr(default=0)
     _logged_start: bool = PrivateAttr(default=False)
     _recover: bool = PrivateAttr(default=False)
+    _tuning: Any = PrivateAttr(default=None)
     _cancel_why: str = PrivateAttr(default="")
 
     env: Environment
@@ -179,6 +181,7 @@ class Team(Model):
         at: int | None = None,
         compaction: Any = None,
         max_concurrent_turns: int | None = None,
+        tuning: Any = None,
         **data: Any,
     ):
         policy = on_error if on_error is not None else default_on_error()
@@ -232,6 +235,8 @@ class Team(Model):
         self._run_id = check_run_id(run_id) if run_id not in (None, "") else new_run_id()
         self._tags = tags
         self._rounds = 0
+        # a tuning (a path, a Tuning; else the active one or $ROLECAST_TUNING), applied when the team starts
+        self._tuning = resolve_tuning(tuning)
         if roles:
             self.hire(roles)
 
@@ -399,6 +404,9 @@ class Team(Model):
             log.release_lease()
             raise
         log = self._started(n_round, idea)
+        if self._tuning is not None:  # once, on the roles hired by now (a TuningError names a key it lacks)
+            tuning, self._tuning = self._tuning, None
+            apply_tuning(self, tuning)
         if idea:
             self.run_project(idea=idea, send_to=send_to)
         reason = "n_round"

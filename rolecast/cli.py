@@ -40,6 +40,7 @@ from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .llm.registry import provider_factory
 from .observe.printable import printable
 from .runs import commands as runs_commands
+from .tuning import command as optimize_command
 
 
 def _row(label: str, value: object) -> None:
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     choose.add_argument("n", type=int, help="how many states there are (answers are -1 … n-1)")
     runs_commands.add_parser(sub)
     eval_command.add_parser(sub)
+    optimize_command.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     serve.add_arguments(sub.add_parser("serve", help="serve a team over A2A and an HTTP API, each task a durable run"))
     return parser
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             return runs_commands.run(args)
         if args.command == "eval":
             return eval_command.run(args)
+        if args.command == "optimize":
+            return optimize_command.run(args)
         if args.command == "studio":
             studio.require()
             return studio.run_command(args)

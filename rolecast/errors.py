@@ -170,6 +170,11 @@ class ShadowedPackage(UsageError, ImportError):
     message names both places and how to fix it."""
 
 
+class TuningError(UsageError):
+    """A tuning file (``Team(tuning=...)``, ``ROLECAST_TUNING``, ``rolecast eval --tuning``) cannot be used: not
+    YAML, a key no role or action of the team has (the message names the closest), a value of the wrong kind."""
+
+
 # ------------------------------------------------------------------ run errors
 class EvalsetError(UsageError):
     """An evalset (``rolecast eval``) cannot be used: not YAML/JSON, an unknown key or check (the
@@ -534,6 +539,7 @@ __all__ = [
     "StoreError",
     "TemplateError",
     "ToolError",
+    "TuningError",
     "UnsafeCommand",
     "UsageError",
     "VectorIndexError",

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import enable_logging
 from ..errors import UsageError
+from ..tuning.surface import load_tuning, tuning_active
 from . import report
 from .runner import run_eval
 
@@ -60,6 +61,8 @@ def add_parser(sub: Any) -> None:
                             "call but a new or changed judge's)")
     which.add_argument("--baseline", metavar="EVAL_ID",
                        help="run the team reusing every unchanged model call of EVAL_ID's runs; report the change")
+    cmd.add_argument("--tuning", metavar="PATH",
+                     help="apply this tuning (rolecast optimize's output) to every run's team")
     cmd.add_argument("--eval-id", metavar="ID", help="the eval's id (default: the unfinished eval of this plan, "
                                                     "else a new one)")
 
@@ -79,11 +82,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"run {done}: {case} {'finished' if made else 'found finished'} ({run_id})", file=sys.stderr,
               flush=True)
 
-    result = asyncio.run(run_eval(
-        args.evalset, repeat=args.repeat, threshold=args.threshold, store=args.store,
-        concurrency=args.concurrency, rescore=args.rescore, baseline=args.baseline, eval_id=args.eval_id,
-        on_run=progress,
-    ))
+    tuning = load_tuning(args.tuning) if getattr(args, "tuning", None) else None
+    with tuning_active(tuning):
+        result = asyncio.run(run_eval(
+            args.evalset, repeat=args.repeat, threshold=args.threshold, store=args.store,
+            concurrency=args.concurrency, rescore=args.rescore, baseline=args.baseline, eval_id=args.eval_id,
+            on_run=progress,
+        ))
     text = report.to_json(result)
     if args.json_out == "-":
         print(text)
