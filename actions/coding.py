@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from rolecast.errors import UsageError
+from rolecast.llm.grammar import literal
 
 from .action import Action
 from .structured import parse_code
@@ -93,6 +94,34 @@ def with_imports(code: str, requirement: str) -> str:
     missing = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     missing = [line for line in missing if line not in code]
     return "\n".join([*missing, code]) if missing else code
+
+
+def function_stub(requirement: str) -> str:
+    """The requirement as the start of its code when it is a function stub — Python whose last function has
+    only a docstring, as a HumanEval prompt — else "". WriteCode then asks for the body alone: the answer
+    starts with the stub, written by the grammar, and the model continues it (the completion HumanEval's
+    problems were made for)."""
+    try:
+        tree = ast.parse(requirement)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef)) or _has_body(requirement):
+        return ""
+    return requirement.rstrip() + "\n"
+
+
+def until_function_ends(code: str, stub: str) -> str:
+    """``code`` without what the model wrote after the function's body at the top level (example calls,
+    prints), when it starts with ``stub`` (as the grammar writes it); any other code as it is."""
+    if not code.startswith(stub):
+        return code
+    kept = []
+    for line in code[len(stub):].splitlines():
+        if line.strip() and not line[:1].isspace() and not line.startswith(("def ", "async def ", "@", "class ")):
+            break
+        kept.append(line)
+    return stub + "\n".join(kept).rstrip() + "\n"
 
 
 def defined_functions(code: str) -> list[str]:
@@ -203,6 +232,11 @@ Write the code for the requirement below, in ONE file: every function it asks fo
 Return the code in one ```python block, with NO other text.
 """
     REWRITE_NOTE: ClassVar[str] = "The code below failed. Rewrite it so that the failure is fixed.\n"
+    #: the prompt when the requirement is a function stub (signature and docstring): the body is asked for
+    BODY_TEMPLATE: ClassVar[str] = """Complete the Python function below. Write its body.
+{feedback}
+{stub}
+"""
     k: int = 1
     timeout: float = DEFAULT_TIMEOUT
 
@@ -219,11 +253,16 @@ Return the code in one ```python block, with NO other text.
     async def run(self, requirement: str, code: str = "", feedback: str = "") -> str:  # type: ignore[override]
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise UsageError(f"WriteCode k is a whole number of candidates >= 1, not {self.k!r}")
-        prompt = self.prompt(requirement, code, feedback)
+        stub = function_stub(requirement)
+        prompt = self.prompt(requirement, code, feedback) if not stub else self.BODY_TEMPLATE.format(
+            stub=fenced(stub), feedback=f"\n## Bug report on the last version\n{feedback.strip()}\n{fenced(code)}\n"
+            if code and feedback else "")
+        grammar = CODE_GRAMMAR if not stub else f'root ::= "```python\\n" {literal(stub)} [^`]+ "```"'
         examples = visible_examples(requirement)
         first_valid = ""
         for attempt in range(self.k):
-            candidate = with_imports(await self._candidate(prompt, attempt), requirement)
+            answer = await self._candidate(prompt, attempt, grammar)
+            candidate = with_imports(until_function_ends(answer, stub) if stub else answer, requirement)
             if not _has_body(candidate):
                 continue
             if self.k == 1 or not examples:
@@ -234,12 +273,12 @@ Return the code in one ```python block, with NO other text.
                 return fenced(candidate)
         return fenced(first_valid or candidate)
 
-    async def _candidate(self, prompt: str, attempt: int) -> str:
+    async def _candidate(self, prompt: str, attempt: int, grammar: str) -> str:
         systems = [self.prefix] if self.prefix else []
         settings: dict[str, Any] = self.settings.model_dump(exclude_none=True) if self.settings else {}
         if attempt:  # later candidates sampled: other answers to the same prompt
             settings.update(temperature=SAMPLING_TEMPERATURE, seed=attempt)
-        answer = await self.llm.ask(prompt, systems, settings=settings or None, grammar=CODE_GRAMMAR)
+        answer = await self.llm.ask(prompt, systems, settings=settings or None, grammar=grammar)
         return parse_code(answer)
 
 
@@ -386,5 +425,6 @@ Just answer a number between 0-1.
 
 __all__ = [
     "CODE_GRAMMAR", "DebugError", "DebugResult", "RunCode", "RunCodeResult", "WriteCode", "WriteCodeReview",
-    "WriteTest", "defined_functions", "examples_as_test", "fenced", "visible_examples", "with_imports",
+    "WriteTest", "defined_functions", "examples_as_test", "fenced", "function_stub", "until_function_ends",
+    "visible_examples", "with_imports",
 ]

@@ -8,7 +8,14 @@ import builtins
 import pytest
 
 from actions import DebugError, RunCode, WriteCode, WriteCodeReview, WriteTest
-from actions.coding import CODE_GRAMMAR, RunCodeResult, visible_examples, with_imports
+from actions.coding import (
+    CODE_GRAMMAR,
+    RunCodeResult,
+    function_stub,
+    until_function_ends,
+    visible_examples,
+    with_imports,
+)
 from environment import Team, coding_team
 from rolecast.errors import UsageError
 from rolecast.testing import FunctionLLM
@@ -62,7 +69,7 @@ async def test_a_failing_test_leads_to_debug_error_then_a_rewrite_that_passes():
     assert final_code(history) == "def add(a, b):\n    return a + b"
     assert [kind for kind, _ in seen] == ["code", "tests", "rewrite"]  # examples failed: no choice asked
     rewrite_prompt = seen[-1][1]
-    assert "## Existing code" in rewrite_prompt and "return a - b" in rewrite_prompt
+    assert "## Bug report" in rewrite_prompt and "return a - b" in rewrite_prompt
     assert not hasattr(builtins, "ROLECAST_MODEL_CODE_RAN")  # ran twice, never in this process
 
 
@@ -107,7 +114,10 @@ async def test_write_code_samples_candidates_and_keeps_the_first_that_passes_the
     code = await action.run(REQUIREMENT)
     assert code == "```python\ndef add(a, b):\n    return a + b\n```"
     assert len(llm.calls) == 3  # the fourth candidate was never asked
-    assert all(call.grammar == CODE_GRAMMAR for call in llm.calls)
+    # the requirement is a stub: the answer must start with it, and the model writes the body
+    head = 'root ::= "```python\\n" "def add(a: int, b: int) -> int:'
+    assert all(call.grammar.startswith(head) for call in llm.calls)
+    assert "Write its body" in llm.calls[0].messages[-1]["content"]
     temperatures = [call.settings.temperature for call in llm.calls]
     assert temperatures[0] is None and temperatures[1:] == [0.8, 0.8]
 
@@ -186,3 +196,19 @@ def test_the_coding_team_example_finds_its_bug_and_ends_with_the_fix():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "best = n if best is None" in out.stdout and "sorted(numbers)" not in out.stdout.split("===")[-3]
     assert "All tests passed (2)" in out.stdout
+
+
+def test_a_stub_requirement_is_continued_and_what_follows_the_body_is_cut():
+    stub = function_stub(REQUIREMENT)
+    assert stub.startswith("def add(a: int, b: int) -> int:") and function_stub("write add(a, b)") == ""
+    answer = stub + "    return a + b\n\n# Example usage:\nprint(add(1, 2))\n"
+    assert until_function_ends(answer, stub) == stub + "    return a + b\n"
+    assert function_stub(FIXED.strip("`").removeprefix("python\n")) == ""  # a function with a body is no stub
+
+
+async def test_write_code_asks_any_other_requirement_for_a_whole_fenced_block():
+    llm = FunctionLLM(lambda messages: FIXED)
+    action = WriteCode()
+    action.llm = llm
+    assert "a + b" in await action.run("write a function add(a, b) that adds two numbers")
+    assert llm.calls[0].grammar == CODE_GRAMMAR
