@@ -34,6 +34,7 @@ from ..errors import (
     RolecastError,
     UsageError,
 )
+from .errortext import bounded_body, error_text
 from .openai.wire import MAX_BODY_DEPTH
 
 __all__ = [
@@ -59,7 +60,29 @@ def map_exceptions(mapping: ExceptionMapping) -> Iterator[None]:
         make = next((mapping[cls] for cls in type(exc).__mro__ if cls in mapping), None)
         if make is None:
             raise
-        raise make(exc) from exc
+        ours = _raised_by_rolecast(exc)
+        if ours is not None:  # rolecast's own check inside the SDK's HTTP client (a bounded body): as it was
+            raise ours from None
+        raise _safe(make(exc)) from exc
+
+
+def _raised_by_rolecast(exc: BaseException) -> RolecastError | None:
+    """The rolecast error an SDK wrapped (``APIConnectionError`` from one raised while reading), if any."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None or isinstance(cause, RolecastError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _safe(error: RolecastError) -> RolecastError:
+    """``error`` with its text and body as the console, logs and stores may hold them (see errortext)."""
+    if error.args and isinstance(error.args[0], str):
+        error.args = (error_text(error.args[0]), *error.args[1:])
+    if getattr(error, "body", None) is not None:
+        error.body = bounded_body(error.body)  # type: ignore[attr-defined]
+    return error
 
 
 def _attempts_text(n: int) -> str:
