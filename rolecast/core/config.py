@@ -45,9 +45,11 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -60,6 +62,7 @@ from pydantic import (
 
 from ..errors import ConfigError
 from .providers import HOSTED_PROVIDERS, key_variables
+from .redact import redact_urls
 from .settings import LLMSettings
 
 _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
@@ -122,6 +125,29 @@ def with_provider_names(data: Any) -> Any:
     return data
 
 
+def _proxy_url(value: Any) -> str | None:
+    """MetaGPT's ``proxy``: an ``http://`` or ``https://`` URL with a host (``""``: none). Anything else —
+    MetaGPT's placeholder ``YOUR_PROXY``, a bare ``host:port`` — is refused here, when the configuration
+    is read (``rolecast info`` says so), not by the SDK at the first call."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError("proxy must be a URL such as http://proxy.example:3128")
+    text = value.strip()
+    parts = urlsplit(text)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ValueError(f"{redact_urls(text)!r} is not a proxy URL: give one such as http://proxy.example:3128 "
+                         "(http:// or https://), or leave proxy out")
+    return text
+
+
+ProxyURL = Annotated[Union[str, None], BeforeValidator(_proxy_url)]
+
+
 class _ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -161,7 +187,7 @@ class OpenAIConfig(_ProviderConfig):
     provider: Literal["openai"] = "openai"
     api_key: SecretStr | None = None
     base_url: str | None = None
-    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
+    proxy: ProxyURL = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
     api_version: str | None = Field(default=None, description="MetaGPT's field: only Azure takes one")
     timeout: float = 60.0
     max_retries: int = 3
@@ -215,7 +241,7 @@ class HostedConfig(_ProviderConfig):
     api_key: SecretStr | None = None
     base_url: str | None = Field(default=None, description="the server; default: the provider's own")
     api_version: str | None = Field(default=None, description="Azure's api-version; Gemini's API version")
-    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls")
+    proxy: ProxyURL = Field(default=None, description="an HTTP(S) proxy for the calls")
     region_name: str | None = Field(default=None, description="Bedrock's AWS region")
     timeout: float = 60.0
     max_retries: int = 3
@@ -491,7 +517,8 @@ def explain(exc: ValidationError) -> str:
                       f"{'this section takes' if section is not Config else 'the top level takes'} " \
                       f"{', '.join(sorted(known))}"
         elif "input" in error and error["type"] != "missing" and _may_show(loc, error["input"]):
-            message += f" (got {error['input']!r})"
+            shown = redact_urls(error["input"]) if isinstance(error["input"], str) else error["input"]
+            message += f" (got {shown!r})"
         lines.append(f"  {where}: {message}")
     return "\n".join(lines)
 

@@ -16,30 +16,15 @@ Each function is one linear pass over its text.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from ..core.redact import redact_url, redact_urls
 from ..observe.printable import printable
 
 __all__ = ["MAX_ERROR_CHARS", "bounded_body", "error_text", "redact_url", "redact_urls"]
 
 #: the most characters of a server's error kept in an exception's text or body
 MAX_ERROR_CHARS = 2000
-
-# the userinfo of a URL: after "://", up to the "@" before the host (no "/", whitespace, "?" or "#" in it);
-# a scan from one "://" stops at the next "/", so the whole substitution is linear
-_USERINFO = re.compile(r"://[^/\s@?#]*@")
-
-
-def redact_urls(text: str) -> str:
-    """``text`` with the credentials of every URL in it replaced by ``***``."""
-    return _USERINFO.sub("://***@", text) if "@" in text else text
-
-
-def redact_url(url: str | None) -> str | None:
-    """One configured address (``base_url``, ``proxy``) as it may be shown."""
-    return None if url is None else redact_urls(url)
-
 
 def error_text(text: object, limit: int = MAX_ERROR_CHARS) -> str:
     """``text`` as exception text may hold it: credentials redacted, control characters escaped, at

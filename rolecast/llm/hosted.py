@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 from loguru import logger
 
+from ..core.providers import require_sdk
 from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError
 from .base import BaseLLM, LLMSettings
 from .exceptions import ExceptionMapping, map_exceptions
@@ -125,6 +126,8 @@ class HostedLLM(BaseLLM):
 
     #: the provider's name in OpenTelemetry's ``gen_ai.system``
     gen_ai_system = ""
+    #: the provider's name in rolecast (``api_type``): which SDK and extra it needs
+    provider_name = ""
 
     def __init__(
         self,
@@ -144,6 +147,7 @@ class HostedLLM(BaseLLM):
         proxy: str | None = None,
     ):
         super().__init__(model, settings)
+        require_sdk(self.provider_name)  # the extra to install, said before any call
         if deadline is not None and not deadline > 0:
             raise ConfigError(f"{type(self).__name__}(deadline=...) must be a positive number of seconds")
         self.api_key = api_key

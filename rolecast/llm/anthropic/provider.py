@@ -36,6 +36,7 @@ class AnthropicLLM(HostedLLM):
     supports_json_schema = True
     supports_tools = True
     gen_ai_system = "anthropic"
+    provider_name = "anthropic"
 
     def __init__(self, model: str = DEFAULT_MODEL, **kwargs: Any):
         super().__init__(model, **kwargs)

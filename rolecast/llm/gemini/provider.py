@@ -60,6 +60,7 @@ class GeminiLLM(HostedLLM):
     supports_tools = True
     supports_embeddings = True
     gen_ai_system = "gcp.gemini"
+    provider_name = "gemini"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_version: str | None = None,
                  embedding_model: str = DEFAULT_EMBEDDING_MODEL, **kwargs: Any):
