@@ -9,15 +9,27 @@ formats (their public API references), scripted per test: a stream that never en
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from rolecast.errors import LLMAPIError, LLMResponseError, LLMTimeoutError
+from actions import Action, UserRequirement
+from environment import Team
+from memory import Message
+from rolecast.core.config import LLMConfig
+from rolecast.errors import LLMAPIError, LLMConnectionError, LLMResponseError, LLMTimeoutError
+from roles import Role
 
 pytestmark = pytest.mark.allow_model_requests  # (servers on 127.0.0.1 started here)
 
@@ -224,3 +236,173 @@ async def test_a_3_mb_error_body_of_escape_sequences_is_escaped_and_bounded(whic
     assert len(text) < 5_000 and "more characters" in text
     assert "\x1b" not in text and "\r" not in text and "\\x1b[2J" in text
     assert len(repr(caught.value.body)) < 5_000
+
+
+# ------------------------------------------------------- 14: credentials in base_url / proxy URLs are secrets
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Ask(Action):
+    name: str = "Ask"
+
+    async def run(self, with_messages: list[Message] | None = None, **kwargs: Any) -> str:
+        return await self._aask("Say hello")
+
+
+class Asker(Role):
+    name: str = "Ann"
+    profile: str = "Asker"
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.set_actions([Ask])
+        self._watch([UserRequirement])
+
+
+async def test_a_password_in_base_url_is_not_in_the_error_the_store_runs_show_or_spans(tmp_path):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rolecast.observe.tracing import instrument
+    from rolecast.runs.inspection import show_run
+    from rolecast.runs.store import SQLiteRunStore
+
+    url = f"http://alice:hunter2pw@127.0.0.1:{_closed_port()}"
+    llm = _claude(url, timeout=5, max_retries=0)
+    with pytest.raises(LLMConnectionError) as caught:
+        await llm.ask("hi")
+    assert "hunter2pw" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = SQLiteRunStore(tmp_path / "runs.db")
+    team = Team(llm=_claude(url, timeout=5, max_retries=0), roles=[Asker()], store=store)
+    instrument(team, provider)
+    with pytest.raises(Exception) as failed:
+        await team.run(idea="hello", n_round=1)
+    assert "hunter2pw" not in str(failed.value)
+    store.close()
+    assert b"hunter2pw" not in (tmp_path / "runs.db").read_bytes()
+    shown = show_run(SQLiteRunStore(tmp_path / "runs.db"), team.run_id)
+    assert "could not reach" in shown and "hunter2pw" not in shown
+    spans = exporter.get_finished_spans()
+    assert spans and all("hunter2pw" not in f"{s.attributes} {s.status.description} {s.events}" for s in spans)
+
+
+def _info(config: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "config2.yaml"
+    path.write_text(yaml.safe_dump(config))
+    root = Path(__file__).resolve().parent.parent
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(root), "ROLECAST_CONFIG": str(path),
+           "HOME": str(tmp_path)}
+    return subprocess.run([sys.executable, "-m", "rolecast.cli", "info"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+
+
+def test_rolecast_info_shows_no_password_of_base_url_or_proxy(tmp_path):
+    out = _info({"llm": {"api_type": "claude", "api_key": KEY, "base_url": "https://alice:hunter2pw@claude.example"},
+                 "proxy": "http://bob:proxypw@proxy.example:3128"}, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "https://***@claude.example" in out.stdout and "http://***@proxy.example:3128" in out.stdout
+    assert "hunter2pw" not in out.stdout + out.stderr and "proxypw" not in out.stdout + out.stderr
+
+
+# ----------------------------------------------------- 15: the token bound holds for digits and hex
+@pytest.mark.parametrize("text", ["1234567890" * 300, "deadbeef0123" * 250, "0x3f, 0xa9, " * 250, "日本語" * 400])
+def test_the_safe_token_estimate_of_digits_and_hex_is_at_least_one_token_per_byte(text):
+    from rolecast.llm.window import estimate_prompt_tokens
+
+    # a tokenizer that splits digits one by one (Llama's, SmolLM's) or falls back to bytes reaches one per byte
+    assert estimate_prompt_tokens(text, 1) >= len(text.encode())
+
+
+@pytest.mark.integration
+async def test_the_safe_token_estimate_is_above_the_embedded_models_count_for_digits_and_hex():
+    from rolecast.llm import create_llm
+    from rolecast.llm.window import estimate_prompt_tokens, messages_text
+
+    llm = create_llm(LLMConfig(provider="local"))
+    texts = ["1234567890" * 300, "deadbeef0123" * 250, "a1b2c3d4e5f6" * 250, "word " * 500]
+    for text in texts:  # (one message: SmolLM2's template adds its default system prompt to it)
+        messages = [{"role": "user", "content": text}]
+        counted = await llm.count_tokens(messages)
+        assert estimate_prompt_tokens(messages_text(messages), 1) >= counted, text[:20]
+
+
+# ------------------------------------------- a proxy in config2.yaml, each SDK; a bad one refused at info
+def _proxy(answer: Callable[[dict[str, Any], str], bytes]) -> Answer:
+    """A forward proxy standing in for the service: it answers an absolute-form request itself."""
+
+    def serve(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        assert handler.path.startswith("http://"), handler.path  # a request sent to a proxy
+        _send(handler, 200, answer(body, handler.path))
+
+    return serve
+
+
+@pytest.mark.parametrize("which", ["anthropic", "gemini", "openai"])
+async def test_a_metagpt_proxy_reaches_each_providers_sdk(which, hostile, tmp_path):
+    from rolecast.core.config import Config
+    from rolecast.llm import create_llm
+
+    paths: list[str] = []
+
+    def answer(body: dict[str, Any], path: str) -> bytes:
+        paths.append(path)
+        if which == "anthropic":
+            return json.dumps(_claude_message("via the proxy")).encode()
+        if which == "gemini":
+            chunk = {**_gemini_chunk("via the proxy"), "usageMetadata": {"promptTokenCount": 3}}
+            chunk["candidates"][0]["finishReason"] = "STOP"
+            return json.dumps(chunk).encode()
+        return json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "via the proxy"}}],
+                           "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}).encode()
+
+    proxy = hostile(_proxy(answer))
+    api_type = {"anthropic": "claude", "gemini": "gemini", "openai": "openai"}[which]
+    config = Config.from_data({"llm": {"api_type": api_type, "api_key": KEY, "model": "m", "timeout": 10,
+                                       "max_retries": 0, "base_url": f"http://{which}.api.invalid/v1"},
+                               "proxy": proxy.url})
+    llm = create_llm(config.llm)
+    try:
+        assert await llm.ask("hi") == "via the proxy"
+    finally:
+        await llm.aclose()
+    assert paths and paths[0].startswith(f"http://{which}.api.invalid/")
+
+
+@pytest.mark.parametrize("proxy", ["YOUR_PROXY", "proxy.example:3128", "ftp://proxy.example"])
+def test_metagpts_placeholder_proxy_is_a_config_error_at_info(proxy, tmp_path):
+    out = _info({"llm": {"api_type": "claude", "api_key": KEY}, "proxy": proxy}, tmp_path)
+    assert out.returncode == 2
+    assert "ConfigError" in out.stderr and "llm.proxy" in out.stderr and "not a proxy URL" in out.stderr
+
+
+# ------------------------------------------------ a missing SDK extra: named, at info and at the first call
+@pytest.mark.parametrize(("api_type", "module", "extra"), [("claude", "anthropic", "anthropic"),
+                                                           ("gemini", "google.genai", "gemini")])
+def test_a_missing_sdk_extra_says_pip_install_at_info_and_at_the_first_call(api_type, module, extra, monkeypatch,
+                                                                           tmp_path, capsys):
+    from rolecast.cli import main
+    from rolecast.core.config import Config
+    from rolecast.errors import ConfigError
+    from rolecast.llm import create_llm
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if the extra were not installed
+    hint = f'pip install -e ".[{extra}]"'
+    config = Config.from_data({"llm": {"api_type": api_type, "api_key": KEY}})
+    with pytest.raises(ConfigError, match=re.escape(hint)):
+        create_llm(config.llm)
+    path = tmp_path / "config2.yaml"
+    path.write_text(yaml.safe_dump({"llm": {"api_type": api_type, "api_key": KEY}}))
+    monkeypatch.setenv("ROLECAST_CONFIG", str(path))
+    assert main(["info"]) == 2
+    assert hint in capsys.readouterr().err

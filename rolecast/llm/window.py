@@ -111,8 +111,10 @@ def estimate_prompt_tokens(text: str, messages: int = 1) -> int:
     return len(text.encode("utf-8", errors="surrogatepass")) + 1 + _FRAMING_PER_MESSAGE * messages + _FRAMING
 
 
-#: the most tokens a chat template adds around one message (role markers, separators), and to a prompt
-_FRAMING_PER_MESSAGE, _FRAMING = 8, 4
+#: the most tokens a chat template adds around one message (role markers, separators), and to a prompt:
+#: the generation prompt and the default system prompt some templates add (SmolLM2's takes about 20,
+#: Llama 3's date lines about 25)
+_FRAMING_PER_MESSAGE, _FRAMING = 8, 48
 
 
 class ContextWindow:
