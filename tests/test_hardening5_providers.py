@@ -314,7 +314,8 @@ def test_rolecast_info_shows_no_password_of_base_url_or_proxy(tmp_path):
 
 
 # ----------------------------------------------------- 15: the token bound holds for digits and hex
-@pytest.mark.parametrize("text", ["1234567890" * 300, "deadbeef0123" * 250, "0x3f, 0xa9, " * 250, "日本語" * 400])
+@pytest.mark.parametrize("text", ["1234567890" * 300, "deadbeef0123" * 250, "0x3f, 0xa9, " * 250, "日本語" * 400],
+                         ids=["digits", "hex", "hex-bytes", "cjk"])
 def test_the_safe_token_estimate_of_digits_and_hex_is_at_least_one_token_per_byte(text):
     from rolecast.llm.window import estimate_prompt_tokens
 
@@ -406,3 +407,35 @@ def test_a_missing_sdk_extra_says_pip_install_at_info_and_at_the_first_call(api_
     monkeypatch.setenv("ROLECAST_CONFIG", str(path))
     assert main(["info"]) == 2
     assert hint in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- MetaGPT's roles: section, per-role models
+class Greeter(Asker):
+    name: str = "Gus"
+    profile: str = "Greeter"
+
+
+async def test_metagpts_roles_section_gives_the_named_role_its_own_model(hostile):
+    from rolecast.core.config import Config
+
+    def server(text: str) -> Answer:
+        return lambda handler, body: _send(handler, 200, json.dumps(_claude_message(text)).encode())
+
+    default, own = hostile(server("from the default model")), hostile(server("from the role's own model"))
+    claude = {"api_type": "claude", "api_key": KEY, "max_retries": 0}
+    config = Config.from_data({"llm": {**claude, "base_url": default.url},
+                               "roles": [{"role": "Greeter", "llm": {**claude, "base_url": own.url}}]})
+    team = Team(config=config, roles=[Asker(), Greeter()], store=None)
+    history = await team.run(idea="hello", n_round=1)
+    said = {m.sent_from: m.content for m in history if m.sent_from in ("Ann", "Gus")}
+    assert said == {"Ann": "from the default model", "Gus": "from the role's own model"}
+
+
+@pytest.mark.parametrize("roles", [[{"role": "Greeter"}], [{"llm": {"api_type": "claude"}}], "Greeter",
+                                   [{"role": "Greeter", "llm": {"api_type": "claude"}, "model": "x"}]])
+def test_a_malformed_roles_section_is_a_config_error_naming_it(roles):
+    from rolecast.core.config import Config
+    from rolecast.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="roles"):
+        Config.from_data({"llm": {"api_type": "claude", "api_key": KEY}, "roles": roles})

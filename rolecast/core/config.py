@@ -376,6 +376,10 @@ class Config(BaseModel):
 
     llm: ProviderConfig = Field(default_factory=AutoConfig)
     services: dict[str, ProviderConfig] = Field(default_factory=dict)
+    roles: dict[str, ProviderConfig] = Field(
+        default_factory=dict,
+        description="per-role models (MetaGPT's roles:): a role's class name, name or profile -> its model",
+    )
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
 
     @model_validator(mode="before")
@@ -389,6 +393,8 @@ class Config(BaseModel):
                 data["services"] = {**data.pop("models"), **(data.get("services") or {})}
             if isinstance(data.get("services"), Mapping):
                 data["services"] = {k: with_provider_names(v) for k, v in data["services"].items()}
+            if "roles" in data:
+                data["roles"] = _role_models(data["roles"])
             return _metagpt_sections(data)
         return data
 
@@ -453,7 +459,7 @@ class Config(BaseModel):
 _METAGPT_SECTIONS = frozenset({
     "embedding", "omniparse", "search", "enable_search", "browser", "mermaid", "s3", "redis", "repair_llm_output",
     "prompt_schema", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
-    "exp_pool", "role_zero", "roles", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
+    "exp_pool", "role_zero", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
     "iflytek_app_id", "iflytek_api_secret", "iflytek_api_key", "azure_tts_subscription_key", "azure_tts_region",
     "agentops_api_key", "mmdc", "puppeteer_config", "pyppeteer_executable_path", "mermaid_engine",
 })
@@ -473,9 +479,31 @@ def _metagpt_sections(data: dict[str, Any]) -> dict[str, Any]:
 
     if "llm" in data:
         data["llm"] = proxied(data["llm"])
-    if isinstance(data.get("services"), Mapping):
-        data["services"] = {name: proxied(model) for name, model in data["services"].items()}
+    for section in ("services", "roles"):
+        if isinstance(data.get(section), Mapping):
+            data[section] = {name: proxied(model) for name, model in data[section].items()}
     return data
+
+
+def _role_models(value: Any) -> Any:
+    """MetaGPT's ``roles:`` — a list of ``{role: <a role's class name or id>, llm: {...}}`` — as rolecast's
+    mapping of a role (its class name, name or profile) to its model; rolecast's own mapping as it is."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {name: with_provider_names(model) for name, model in value.items()}
+    if not isinstance(value, list):
+        return value  # (pydantic's error: a mapping expected)
+    models: dict[str, Any] = {}
+    for i, entry in enumerate(value):
+        role = entry.get("role") if isinstance(entry, Mapping) else None
+        if not isinstance(role, str) or not role.strip() or "llm" not in entry or set(entry) - {"role", "llm"}:
+            raise ValueError(f"roles[{i}] must be {{role: <a role's class name, name or profile>, llm: {{...}}}} "
+                             "(MetaGPT's per-role model)")
+        if role in models:
+            raise ValueError(f"roles: the role {role!r} is given a model twice")
+        models[role] = with_provider_names(entry["llm"])
+    return models
 
 
 _TAGGED: dict[str, type[BaseModel]] = {

@@ -15,6 +15,7 @@ The SDKs are imported only when their mapping is first used.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -243,7 +244,6 @@ def anthropic_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") ->
 
 def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> ExceptionMapping:
     """google-genai exceptions → rolecast errors (429 RESOURCE_EXHAUSTED is a rate limit)."""
-    import httpx
     from google.genai import errors
 
     def body(exc: Any) -> Any:
@@ -254,17 +254,17 @@ def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
         return exc.details
 
     mapping = dict(_status_mapping(
-        errors.APIError, httpx.TransportError, errors.APIError, lambda exc: int(exc.code or 0),
+        errors.APIError, ConnectionError, errors.APIError, lambda exc: int(exc.code or 0),
         lambda exc: str(exc.message or exc.status or ""), body, attempts, f"the Gemini API {url}".rstrip(),
     ))
-    mapping[httpx.TimeoutException] = mapping[TimeoutError]
     # the SDK validates the request's config itself: a field it does not know (from settings.extra)
     mapping[ValidationError] = lambda exc: UsageError(f"google-genai refused the request's config: {exc}")
-    try:  # google-genai may send through httpx2 (a fork under its own name)
-        import httpx2
-
-        mapping[httpx2.TimeoutException] = mapping[TimeoutError]
-        mapping[httpx2.TransportError] = mapping[httpx.TransportError]
-    except ImportError:
-        pass
+    # google-genai sends through httpx or its fork httpx2 (whichever is installed): each one's errors
+    for name in ("httpx", "httpx2"):
+        try:
+            library = importlib.import_module(name)
+        except ImportError:
+            continue
+        mapping[library.TimeoutException] = mapping[TimeoutError]
+        mapping[library.TransportError] = mapping[ConnectionError]
     return mapping
