@@ -439,3 +439,4 @@ def test_a_malformed_roles_section_is_a_config_error_naming_it(roles):
 
     with pytest.raises(ConfigError, match="roles"):
         Config.from_data({"llm": {"api_type": "claude", "api_key": KEY}, "roles": roles})
+

@@ -21,6 +21,7 @@ from loguru import logger
 from ..core.providers import require_sdk
 from ..errors import ConfigError, LLMError, LLMResponseError, LLMTimeoutError
 from .base import BaseLLM, LLMSettings
+from .errortext import error_text
 from .exceptions import ExceptionMapping, map_exceptions
 from .openai.wire import MAX_BODY_BYTES, MAX_BODY_DEPTH, _nests_deeper, retry_after
 
@@ -268,7 +269,7 @@ class HostedLLM(BaseLLM):
 
     def _before_sleep(self, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, exc)
+        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, error_text(exc))
         if exc is not None:
             self._attempt_failed(exc)  # the seam meters the last attempt; the retried ones are metered here
 
