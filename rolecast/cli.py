@@ -134,6 +134,11 @@ def _info() -> int:
             _row(name, value)
     if config.services:
         _row("services", ", ".join(sorted(config.services)))
+    if config.roles:  # (MetaGPT's roles: section) each role's own model, whose SDK must be installed too
+        for model in config.roles.values():
+            require_sdk(str(model.provider))
+        _row("roles", ", ".join(f"{role} ({model.provider}: {model.model or 'provider default'})"
+                                for role, model in sorted(config.roles.items())))
     return 0
 
 

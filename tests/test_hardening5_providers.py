@@ -440,3 +440,11 @@ def test_a_malformed_roles_section_is_a_config_error_naming_it(roles):
     with pytest.raises(ConfigError, match="roles"):
         Config.from_data({"llm": {"api_type": "claude", "api_key": KEY}, "roles": roles})
 
+
+
+def test_rolecast_info_lists_each_roles_own_model(tmp_path):
+    out = _info({"llm": {"api_type": "claude", "api_key": KEY},
+                 "roles": [{"role": "Engineer", "llm": {"api_type": "gemini", "api_key": KEY,
+                                                         "model": "gemini-2.5-pro"}}]}, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Engineer (gemini: gemini-2.5-pro)" in out.stdout
