@@ -348,10 +348,18 @@ def _proxy(answer: Callable[[dict[str, Any], str], bytes]) -> Answer:
 
 
 @pytest.mark.parametrize("which", ["anthropic", "gemini", "openai"])
-async def test_a_metagpt_proxy_reaches_each_providers_sdk(which, hostile, tmp_path):
+async def test_a_metagpt_proxy_reaches_each_providers_sdk(which, hostile, tmp_path, monkeypatch):
+    import importlib
+
     from rolecast.core.config import Config
     from rolecast.llm import create_llm
 
+    sdk = importlib.import_module("google.genai" if which == "gemini" else which)
+    library = "" if which == "gemini" else next(
+        c for c in sdk.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient").__module__
+    if library.startswith("httpx2"):
+        # the SDK sends through httpx2: a proxy must not need httpx (not installed by rolecast's base install)
+        monkeypatch.setitem(sys.modules, "httpx", None)
     paths: list[str] = []
 
     def answer(body: dict[str, Any], path: str) -> bytes:
@@ -448,3 +456,17 @@ def test_rolecast_info_lists_each_roles_own_model(tmp_path):
                                                          "model": "gemini-2.5-pro"}}]}, tmp_path)
     assert out.returncode == 0, out.stderr
     assert "Engineer (gemini: gemini-2.5-pro)" in out.stdout
+
+
+@pytest.mark.parametrize("which", ["openai", "gemini"])
+async def test_a_password_in_base_url_is_not_in_any_providers_connection_error(which):
+    from rolecast.llm import create_llm
+
+    url = f"http://alice:hunter2pw@127.0.0.1:{_closed_port()}/v1"
+    cfg = LLMConfig(provider="openai" if which == "openai" else "gemini", api_key=KEY, base_url=url, timeout=5,
+                    max_retries=0)
+    llm = create_llm(cfg)
+    with pytest.raises(LLMConnectionError) as caught:
+        await llm.ask("hi")
+    assert "hunter2pw" not in str(caught.value)
+    await llm.aclose()
