@@ -201,7 +201,7 @@ class _DoubleBase(BaseLLM):
     def token_bound(self, text: str, messages: int = 0) -> int:
         """The double's own tokenizer, deterministic: three ASCII characters a token, two tokens for any
         other character, a few per chat message (a tokenizer's counts, not the byte bound a model without
-        one is fitted by: see :func:`rolecast.llm.window.estimate_prompt_tokens`)."""
+        one is fitted by: see :func:`rolecast.llm.window.token_upper_bound`)."""
         return max_prompt_tokens(text, messages)
 
     async def _reply(self, call: Call) -> str | Completion:  # pragma: no cover - abstract

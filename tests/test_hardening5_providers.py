@@ -316,24 +316,43 @@ def test_rolecast_info_shows_no_password_of_base_url_or_proxy(tmp_path):
 # ----------------------------------------------------- 15: the token bound holds for digits and hex
 @pytest.mark.parametrize("text", ["1234567890" * 300, "deadbeef0123" * 250, "0x3f, 0xa9, " * 250, "日本語" * 400],
                          ids=["digits", "hex", "hex-bytes", "cjk"])
-def test_the_safe_token_estimate_of_digits_and_hex_is_at_least_one_token_per_byte(text):
-    from rolecast.llm.window import estimate_prompt_tokens
+def test_the_bound_before_counting_of_digits_and_hex_is_at_least_one_token_per_byte(text):
+    from rolecast.llm.openai import OpenAILLM
 
     # a tokenizer that splits digits one by one (Llama's, SmolLM's) or falls back to bytes reaches one per byte
-    assert estimate_prompt_tokens(text, 1) >= len(text.encode())
+    llm = OpenAILLM("a-llama-cpp-server", api_key=KEY, base_url="http://127.0.0.1:9/v1")
+    assert llm.token_bound(text, 1) >= len(text.encode())
+
+
+async def test_1544_tokens_of_digits_on_a_1024_window_are_refused_before_the_server_is_asked():
+    from servers import FakeOpenAIServer
+
+    from rolecast.errors import ContextOverflow
+    from rolecast.llm.openai import OpenAILLM
+
+    server = FakeOpenAIServer().start()  # (the llama.cpp server that refused it: here, one that counts requests)
+    try:
+        llm = OpenAILLM("a-llama-cpp-server", api_key=KEY, base_url=server.url, max_retries=0)
+        llm.context_window = 1024
+        with pytest.raises(ContextOverflow):
+            await llm.ask("Sum these: " + "1234567890" * 150, settings={"max_tokens": 16})
+        assert server.requests == []
+        assert await llm.ask("Sum these: 1 2 3", settings={"max_tokens": 16}) == "Hello world"  # a short one fits
+    finally:
+        server.stop()
 
 
 @pytest.mark.integration
-async def test_the_safe_token_estimate_is_above_the_embedded_models_count_for_digits_and_hex():
+async def test_the_token_bound_is_above_the_embedded_models_count_for_digits_and_hex():
     from rolecast.llm import create_llm
-    from rolecast.llm.window import estimate_prompt_tokens, messages_text
+    from rolecast.llm.window import messages_text, token_upper_bound
 
     llm = create_llm(LLMConfig(provider="local"))
     texts = ["1234567890" * 300, "deadbeef0123" * 250, "a1b2c3d4e5f6" * 250, "word " * 500]
     for text in texts:  # (one message: SmolLM2's template adds its default system prompt to it)
         messages = [{"role": "user", "content": text}]
         counted = await llm.count_tokens(messages)
-        assert estimate_prompt_tokens(messages_text(messages), 1) >= counted, text[:20]
+        assert token_upper_bound(messages_text(messages), 1) >= counted, text[:20]
 
 
 # ------------------------------------------- a proxy in config2.yaml, each SDK; a bad one refused at info

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..accounting.cost import max_prompt_tokens
 from ..accounting.metering import current_meter
 from ..errors import ContextOverflow, UsageError
 from ..runs.events import HISTORY_FITTED
@@ -104,6 +105,13 @@ def known_window(model: str) -> int | None:
 
 
 def estimate_prompt_tokens(text: str, messages: int = 1) -> int:
+    """A high estimate of ``text``'s tokens for prose and code: three ASCII characters a token, two tokens
+    for any other character, a few per chat message (see ``max_prompt_tokens``). Not a bound: digits and
+    hex take up to three times more — what must fit a window is checked with :func:`token_upper_bound`."""
+    return max_prompt_tokens(text, messages)
+
+
+def token_upper_bound(text: str, messages: int = 1) -> int:
     """A true upper bound of ``text``'s tokens where no tokenizer is at hand, whatever the text (digits,
     hex, base64, CJK, emoji): one token per UTF-8 byte — every tokenizer's token covers at least one byte
     (byte-level BPE; SentencePiece falls back to single bytes) — one more for a leading word marker, and
@@ -160,8 +168,8 @@ class ContextWindow:
 
     def token_bound(self, text: str, messages: int = 0) -> int:
         """A count of ``text``'s tokens (in ``messages`` chat messages) never below this model's, without
-        counting: :func:`estimate_prompt_tokens`, a true upper bound for any tokenizer."""
-        return estimate_prompt_tokens(text, messages)
+        counting: :func:`token_upper_bound`, a true upper bound for any tokenizer."""
+        return token_upper_bound(text, messages)
 
     async def count_texts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text in this model's tokens: its tokenizer where the provider has one, else
@@ -233,7 +241,7 @@ def request_tokens(llm: Any, tools: Any = None, schema: Any = None) -> int:
     and is not in the prompt)."""
     if getattr(llm, "grammar_constrained", False):
         schema = None
-    bound = getattr(llm, "token_bound", estimate_prompt_tokens)
+    bound = getattr(llm, "token_bound", token_upper_bound)
     return bound(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
 
 
@@ -323,7 +331,20 @@ def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *,
 
 
 __all__ = [
-    "ACTION_SHARE", "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "SAFETY_TOKENS", "ContextWindow", "Fitted",
-    "answer_room", "estimate_prompt_tokens", "fit_history", "fit_to_window", "known_window", "omitted_note",
-    "record_fitted", "request_tokens", "schema_tokens",
+    "ACTION_SHARE",
+    "DEFAULT_CONTEXT_WINDOW",
+    "MODEL_WINDOWS",
+    "SAFETY_TOKENS",
+    "ContextWindow",
+    "Fitted",
+    "answer_room",
+    "estimate_prompt_tokens",
+    "fit_history",
+    "fit_to_window",
+    "known_window",
+    "omitted_note",
+    "record_fitted",
+    "request_tokens",
+    "schema_tokens",
+    "token_upper_bound",
 ]
