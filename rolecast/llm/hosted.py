@@ -6,7 +6,13 @@ the server's ``Retry-After`` (capped at ``retry_after_max``) — on transient fa
 5xx); each attempt must finish within ``timeout`` as a whole, and all of them, with the
 waits between, within ``deadline``. A failed attempt is metered. The SDK's exceptions
 become rolecast's through the provider's mapping (:mod:`rolecast.llm.exceptions`), chained.
-SDK retries are off: they would hide attempts from the budget and the run log.
+SDK retries are off: they would hide attempts from the budget and the run log. A stream is held to
+the same deadline as a whole (:meth:`HostedLLM._events`): a server that keeps it open is cut off.
+
+The SDK sends through an HTTP client made here (:func:`bounded_http_client`) of the HTTP library the
+SDK takes (httpx or its fork httpx2), through the configured ``proxy`` or the environment's: every
+answer is bounded as the OpenAI provider's is (at most ``MAX_BODY_BYTES``, JSON nested at most
+``MAX_BODY_DEPTH`` deep, per event for a stream), an ``LLMResponseError`` otherwise.
 """
 
 from __future__ import annotations
