@@ -338,8 +338,13 @@ class Action(Model):
         llm = private["_role_llm"]
         if llm is not None:
             return llm
-        configured = getattr(private["_owner"], "configured_llm", None)  # the role's own configuration
-        return configured if isinstance(configured, BaseLLM) else self.context.llm()
+        owner = private["_owner"]
+        configured = getattr(owner, "configured_llm", None)  # the role's own configuration
+        if isinstance(configured, BaseLLM):
+            return configured
+        context = self.context
+        # the model the configuration's roles: section gives the role (MetaGPT's per-role llm), else the default
+        return (context.role_llm(owner) if owner is not None else None) or context.llm()
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:

@@ -28,7 +28,8 @@ from pydantic import SecretStr
 from . import __version__, enable_logging, serve, studio
 from .context import default_context
 from .core.config import Config, HostedConfig
-from .core.providers import OPENAI_COMPATIBLE, canonical_provider
+from .core.providers import OPENAI_COMPATIBLE, canonical_provider, require_sdk
+from .core.redact import redact_urls
 from .errors import ConfigError, RolecastError
 from .eval import command as eval_command
 from .llm import local_model_available, resolve_provider
@@ -74,11 +75,11 @@ def _model_rows(provider: str, cfg: Any) -> None:
         _row("model file", f"{file} ({file.stat().st_size / 2**20:.1f} MiB)")
     elif provider == "openai":
         _row("model", cfg.model or f"{OPENAI_DEFAULT_MODEL} (provider default)")
-        _row("server", getattr(cfg, "base_url", None) or "https://api.openai.com/v1")
+        _row("server", redact_urls(getattr(cfg, "base_url", None) or "https://api.openai.com/v1"))
     else:
         _row("model", cfg.model or "(provider default)")
         if isinstance(cfg, HostedConfig):
-            _row("server", _hosted_server(cfg))
+            _row("server", redact_urls(_hosted_server(cfg)))
 
 
 def _hosted_server(cfg: HostedConfig) -> str:
@@ -108,7 +109,7 @@ def _shown(name: str, value: Any) -> Any:
         return {k: _shown(str(k), v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_shown(name, v) for v in value]
-    return value
+    return redact_urls(value) if isinstance(value, str) else value  # a proxy's or server's password too
 
 
 def _info() -> int:
@@ -118,6 +119,7 @@ def _info() -> int:
     provider = resolve_provider(cfg)
     if provider not in ("local", "openai"):
         provider_factory(provider)  # a provider nothing provides: the ConfigError a run would raise
+        require_sdk(provider)  # a native provider whose SDK's extra is not installed: the run's ConfigError
     _row("provider", provider + decided)
     _model_rows(provider, cfg)
     for name, value in cfg:
@@ -133,6 +135,11 @@ def _info() -> int:
             _row(name, value)
     if config.services:
         _row("services", ", ".join(sorted(config.services)))
+    if config.roles:  # (MetaGPT's roles: section) each role's own model, whose SDK must be installed too
+        for model in config.roles.values():
+            require_sdk(str(model.provider))
+        _row("roles", ", ".join(f"{role} ({model.provider}: {model.model or 'provider default'})"
+                                for role, model in sorted(config.roles.items())))
     return 0
 
 

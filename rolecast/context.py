@@ -97,6 +97,8 @@ class Context:
     ):
         self._config = config
         self._default = as_llm(llm, "Context(llm=...)")
+        self._given_llm = llm is not None  # a model given to the context: per-role models of roles: do not apply
+        self._role_llms: dict[str, BaseLLM] = {}
         if llms is not None and not isinstance(llms, dict):
             raise UsageError(f"llms= takes a dict of named models, not {type(llms).__name__}")
         self._services: dict[str, BaseLLM] = {
@@ -134,6 +136,7 @@ class Context:
 
     def set_llm(self, llm: BaseLLM) -> None:
         self._default = as_llm(llm, "the default model (llm=...)")
+        self._given_llm = self._default is not None
 
     @property
     def given_llm(self) -> BaseLLM | None:
@@ -152,6 +155,23 @@ class Context:
     @property
     def services(self) -> dict[str, BaseLLM]:
         return dict(self._services)
+
+    def role_llm(self, role: Any) -> BaseLLM | None:
+        """The model the configuration's ``roles:`` gives ``role`` (MetaGPT's per-role ``llm``), found by the
+        role's class name, then its name, then its profile; None when it names none — or when this context
+        was given a model (``Context(llm=...)``, ``Team(llm=...)``): that one is every role's."""
+        if self._given_llm:
+            return None
+        models = self.config.roles
+        if not models:
+            return None
+        for key in (type(role).__name__, getattr(role, "name", None), getattr(role, "profile", None)):
+            if key and key in models:
+                with self._lock:
+                    if key not in self._role_llms:
+                        self._role_llms[key] = create_llm(models[key])
+                return self._role_llms[key]
+        return None
 
     def llm(self, name: str | None = None) -> BaseLLM:
         """The model called ``name``, else the default (with a warning for a missing name)."""

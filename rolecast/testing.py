@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, cast
 
-from .accounting.cost import estimate_tokens
+from .accounting.cost import estimate_tokens, max_prompt_tokens
 from .accounting.metering import current_meter
 from .errors import ScriptExhausted, UsageError
 from .llm.base import (
@@ -197,6 +197,12 @@ class _DoubleBase(BaseLLM):
     def _default_context_window(self) -> int:
         """A double without ``context_window=`` is not a model: it has no window to overflow."""
         return NO_WINDOW
+
+    def token_bound(self, text: str, messages: int = 0) -> int:
+        """The double's own tokenizer, deterministic: three ASCII characters a token, two tokens for any
+        other character, a few per chat message (a tokenizer's counts, not the byte bound a model without
+        one is fitted by: see :func:`rolecast.llm.window.token_upper_bound`)."""
+        return max_prompt_tokens(text, messages)
 
     async def _reply(self, call: Call) -> str | Completion:  # pragma: no cover - abstract
         raise NotImplementedError

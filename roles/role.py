@@ -226,7 +226,7 @@ class Role(MetaGPTSDK, Inbox, Model):
         """This role's model: its own, else its configuration's, else the team's default (resolved lazily)."""
         if self._llm is not None:
             return self._llm
-        return self.configured_llm or self.context.llm()
+        return self.configured_llm or self.context.role_llm(self) or self.context.llm()
 
     @llm.setter
     def llm(self, value: BaseLLM | None) -> None:

@@ -45,9 +45,11 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -60,6 +62,7 @@ from pydantic import (
 
 from ..errors import ConfigError
 from .providers import HOSTED_PROVIDERS, key_variables
+from .redact import redact_urls
 from .settings import LLMSettings
 
 _SETTINGS_SHORTHAND = ("temperature", "max_tokens", "top_p", "seed")
@@ -122,6 +125,29 @@ def with_provider_names(data: Any) -> Any:
     return data
 
 
+def _proxy_url(value: Any) -> str | None:
+    """MetaGPT's ``proxy``: an ``http://`` or ``https://`` URL with a host (``""``: none). Anything else —
+    MetaGPT's placeholder ``YOUR_PROXY``, a bare ``host:port`` — is refused here, when the configuration
+    is read (``rolecast info`` says so), not by the SDK at the first call."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ValueError("proxy must be a URL such as http://proxy.example:3128")
+    text = value.strip()
+    parts = urlsplit(text)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
+        raise ValueError(f"{redact_urls(text)!r} is not a proxy URL: give one such as http://proxy.example:3128 "
+                         "(http:// or https://), or leave proxy out")
+    return text
+
+
+ProxyURL = Annotated[Union[str, None], BeforeValidator(_proxy_url)]
+
+
 class _ProviderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -161,7 +187,7 @@ class OpenAIConfig(_ProviderConfig):
     provider: Literal["openai"] = "openai"
     api_key: SecretStr | None = None
     base_url: str | None = None
-    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
+    proxy: ProxyURL = Field(default=None, description="an HTTP(S) proxy for the calls (MetaGPT's proxy)")
     api_version: str | None = Field(default=None, description="MetaGPT's field: only Azure takes one")
     timeout: float = 60.0
     max_retries: int = 3
@@ -215,7 +241,7 @@ class HostedConfig(_ProviderConfig):
     api_key: SecretStr | None = None
     base_url: str | None = Field(default=None, description="the server; default: the provider's own")
     api_version: str | None = Field(default=None, description="Azure's api-version; Gemini's API version")
-    proxy: str | None = Field(default=None, description="an HTTP(S) proxy for the calls")
+    proxy: ProxyURL = Field(default=None, description="an HTTP(S) proxy for the calls")
     region_name: str | None = Field(default=None, description="Bedrock's AWS region")
     timeout: float = 60.0
     max_retries: int = 3
@@ -350,6 +376,10 @@ class Config(BaseModel):
 
     llm: ProviderConfig = Field(default_factory=AutoConfig)
     services: dict[str, ProviderConfig] = Field(default_factory=dict)
+    roles: dict[str, ProviderConfig] = Field(
+        default_factory=dict,
+        description="per-role models (MetaGPT's roles:): a role's class name, name or profile -> its model",
+    )
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
 
     @model_validator(mode="before")
@@ -363,6 +393,8 @@ class Config(BaseModel):
                 data["services"] = {**data.pop("models"), **(data.get("services") or {})}
             if isinstance(data.get("services"), Mapping):
                 data["services"] = {k: with_provider_names(v) for k, v in data["services"].items()}
+            if "roles" in data:
+                data["roles"] = _role_models(data["roles"])
             return _metagpt_sections(data)
         return data
 
@@ -427,7 +459,7 @@ class Config(BaseModel):
 _METAGPT_SECTIONS = frozenset({
     "embedding", "omniparse", "search", "enable_search", "browser", "mermaid", "s3", "redis", "repair_llm_output",
     "prompt_schema", "enable_longterm_memory", "code_review_k_times", "code_validate_k_times",
-    "exp_pool", "role_zero", "roles", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
+    "exp_pool", "role_zero", "role_custom_configs", "metagpt_tti_url", "language", "redis_key",
     "iflytek_app_id", "iflytek_api_secret", "iflytek_api_key", "azure_tts_subscription_key", "azure_tts_region",
     "agentops_api_key", "mmdc", "puppeteer_config", "pyppeteer_executable_path", "mermaid_engine",
 })
@@ -447,9 +479,31 @@ def _metagpt_sections(data: dict[str, Any]) -> dict[str, Any]:
 
     if "llm" in data:
         data["llm"] = proxied(data["llm"])
-    if isinstance(data.get("services"), Mapping):
-        data["services"] = {name: proxied(model) for name, model in data["services"].items()}
+    for section in ("services", "roles"):
+        if isinstance(data.get(section), Mapping):
+            data[section] = {name: proxied(model) for name, model in data[section].items()}
     return data
+
+
+def _role_models(value: Any) -> Any:
+    """MetaGPT's ``roles:`` — a list of ``{role: <a role's class name or id>, llm: {...}}`` — as rolecast's
+    mapping of a role (its class name, name or profile) to its model; rolecast's own mapping as it is."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {name: with_provider_names(model) for name, model in value.items()}
+    if not isinstance(value, list):
+        return value  # (pydantic's error: a mapping expected)
+    models: dict[str, Any] = {}
+    for i, entry in enumerate(value):
+        role = entry.get("role") if isinstance(entry, Mapping) else None
+        if not isinstance(role, str) or not role.strip() or "llm" not in entry or set(entry) - {"role", "llm"}:
+            raise ValueError(f"roles[{i}] must be {{role: <a role's class name, name or profile>, llm: {{...}}}} "
+                             "(MetaGPT's per-role model)")
+        if role in models:
+            raise ValueError(f"roles: the role {role!r} is given a model twice")
+        models[role] = with_provider_names(entry["llm"])
+    return models
 
 
 _TAGGED: dict[str, type[BaseModel]] = {
@@ -491,7 +545,8 @@ def explain(exc: ValidationError) -> str:
                       f"{'this section takes' if section is not Config else 'the top level takes'} " \
                       f"{', '.join(sorted(known))}"
         elif "input" in error and error["type"] != "missing" and _may_show(loc, error["input"]):
-            message += f" (got {error['input']!r})"
+            shown = redact_urls(error["input"]) if isinstance(error["input"], str) else error["input"]
+            message += f" (got {shown!r})"
         lines.append(f"  {where}: {message}")
     return "\n".join(lines)
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ConfigError
+
 __all__ = [
     "HOSTED_PROVIDERS", "NATIVE_PROVIDERS", "OPENAI_COMPATIBLE", "Preset", "canonical_provider",
-    "gen_ai_system", "key_variables",
+    "gen_ai_system", "key_variables", "require_sdk",
 ]
 
 
@@ -99,3 +101,25 @@ def gen_ai_system(name: str) -> str:
     if preset is not None:
         return preset.system or name
     return _SYSTEMS.get(name, name)
+
+
+#: the SDK each native provider sends through (a module to find) and the extra that installs it
+_SDKS = {"anthropic": ("anthropic", "anthropic"), "gemini": ("google.genai", "gemini")}
+
+
+def require_sdk(name: str) -> None:
+    """A :class:`~rolecast.errors.ConfigError` naming the extra to install when provider ``name``'s SDK is
+    not installed (``rolecast info`` and the model's construction both ask; nothing is imported)."""
+    import importlib.util
+
+    sdk = _SDKS.get(canonical_provider(name))
+    if sdk is None:
+        return
+    module, extra = sdk
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # (google installed without genai: its parent package is found, not it)
+        found = False
+    if not found:
+        raise ConfigError(f"the {canonical_provider(name)} provider needs the {module} SDK, which is not installed: "
+                          f'pip install -e ".[{extra}]" in a checkout of rolecast (or pip install "rolecast[{extra}]")')

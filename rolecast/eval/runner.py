@@ -35,6 +35,7 @@ from loguru import logger
 
 from ..errors import EvalsetError, UsageError
 from ..llm.base import BaseLLM
+from ..llm.errortext import error_text
 from ..runs.base import RunStore
 from ..runs.binding import RunBinding, bind_next_team
 from ..runs.store import default_store, open_store
@@ -128,7 +129,7 @@ async def _run_one(source: TeamSource, store: RunStore, case: Case, binding: Run
     except UsageError:
         raise
     except Exception as exc:  # the run's own failure: logged in its run_stopped, scored as a failed run
-        logger.warning("eval run {} failed: {}: {}", binding.run_id, type(exc).__name__, exc)
+        logger.warning("eval run {} failed: {}: {}", binding.run_id, type(exc).__name__, error_text(exc))
     finally:
         close = getattr(team, "close", None)
         if callable(close):

@@ -28,6 +28,7 @@ from ..core.settings import LLMSettings as LLMSettings  # re-exported: the seam'
 from ..errors import ContextOverflow, LLMAPIError, LLMError, ModelRequestsBlocked, OutputParseError, UsageError
 from ..runs.events import LLMCallData, ResponseData
 from ..runs.log import FullRequest, current_action
+from .errortext import error_text
 from .metagpt_calls import MetaGPTCalls
 from .recording import describe_request
 from .switch import ALLOW_MODEL_REQUESTS_ENV, model_requests_allowed, set_model_requests_allowed
@@ -171,7 +172,8 @@ class BaseLLM(MetaGPTCalls, ContextWindow, ABC):
         )
         if meter.run_log is not None and not meter.run_log.idle:
             meter.run_log.record_call(meter.role or "", {
-                "action": current_action(), "model": self.model, **logged, "error": f"{type(exc).__name__}: {exc}",
+                "action": current_action(), "model": self.model, **logged,
+                "error": f"{type(exc).__name__}: {error_text(exc)}",
             }, full)
 
     def _effective(self, settings: LLMSettings, default_max_tokens: int | None = None) -> LLMSettings:

@@ -15,6 +15,7 @@ The SDKs are imported only when their mapping is first used.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -34,6 +35,7 @@ from ..errors import (
     RolecastError,
     UsageError,
 )
+from .errortext import bounded_body, error_text
 from .openai.wire import MAX_BODY_DEPTH
 
 __all__ = [
@@ -59,7 +61,29 @@ def map_exceptions(mapping: ExceptionMapping) -> Iterator[None]:
         make = next((mapping[cls] for cls in type(exc).__mro__ if cls in mapping), None)
         if make is None:
             raise
-        raise make(exc) from exc
+        ours = _raised_by_rolecast(exc)
+        if ours is not None:  # rolecast's own check inside the SDK's HTTP client (a bounded body): as it was
+            raise ours from None
+        raise _safe(make(exc)) from exc
+
+
+def _raised_by_rolecast(exc: BaseException) -> RolecastError | None:
+    """The rolecast error an SDK wrapped (``APIConnectionError`` from one raised while reading), if any."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None or isinstance(cause, RolecastError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _safe(error: RolecastError) -> RolecastError:
+    """``error`` with its text and body as the console, logs and stores may hold them (see errortext)."""
+    if error.args and isinstance(error.args[0], str):
+        error.args = (error_text(error.args[0]), *error.args[1:])
+    if getattr(error, "body", None) is not None:
+        error.body = bounded_body(error.body)  # type: ignore[attr-defined]
+    return error
 
 
 def _attempts_text(n: int) -> str:
@@ -220,7 +244,6 @@ def anthropic_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") ->
 
 def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> ExceptionMapping:
     """google-genai exceptions → rolecast errors (429 RESOURCE_EXHAUSTED is a rate limit)."""
-    import httpx
     from google.genai import errors
 
     def body(exc: Any) -> Any:
@@ -231,17 +254,17 @@ def gemini_mapping(attempts: Callable[[], int] = lambda: 1, url: str = "") -> Ex
         return exc.details
 
     mapping = dict(_status_mapping(
-        errors.APIError, httpx.TransportError, errors.APIError, lambda exc: int(exc.code or 0),
+        errors.APIError, ConnectionError, errors.APIError, lambda exc: int(exc.code or 0),
         lambda exc: str(exc.message or exc.status or ""), body, attempts, f"the Gemini API {url}".rstrip(),
     ))
-    mapping[httpx.TimeoutException] = mapping[TimeoutError]
     # the SDK validates the request's config itself: a field it does not know (from settings.extra)
     mapping[ValidationError] = lambda exc: UsageError(f"google-genai refused the request's config: {exc}")
-    try:  # google-genai may send through httpx2 (a fork under its own name)
-        import httpx2
-
-        mapping[httpx2.TimeoutException] = mapping[TimeoutError]
-        mapping[httpx2.TransportError] = mapping[httpx.TransportError]
-    except ImportError:
-        pass
+    # google-genai sends through httpx or its fork httpx2 (whichever is installed): each one's errors
+    for name in ("httpx", "httpx2"):
+        try:
+            library = importlib.import_module(name)
+        except ImportError:
+            continue
+        mapping[library.TimeoutException] = mapping[TimeoutError]
+        mapping[library.TransportError] = mapping[ConnectionError]
     return mapping

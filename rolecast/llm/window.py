@@ -105,9 +105,24 @@ def known_window(model: str) -> int | None:
 
 
 def estimate_prompt_tokens(text: str, messages: int = 1) -> int:
-    """A safe (high) count of ``text``'s tokens where no tokenizer is at hand: three ASCII characters a
-    token, two tokens for any other character, a few per chat message (see ``max_prompt_tokens``)."""
+    """A high estimate of ``text``'s tokens for prose and code: three ASCII characters a token, two tokens
+    for any other character, a few per chat message (see ``max_prompt_tokens``). Not a bound: digits and
+    hex take up to three times more — what must fit a window is checked with :func:`token_upper_bound`."""
     return max_prompt_tokens(text, messages)
+
+
+def token_upper_bound(text: str, messages: int = 1) -> int:
+    """A true upper bound of ``text``'s tokens where no tokenizer is at hand, whatever the text (digits,
+    hex, base64, CJK, emoji): one token per UTF-8 byte — every tokenizer's token covers at least one byte
+    (byte-level BPE; SentencePiece falls back to single bytes) — one more for a leading word marker, and
+    the chat framing (roles, separators) of ``messages`` messages. English takes about a quarter of it."""
+    return len(text.encode("utf-8", errors="surrogatepass")) + 1 + _FRAMING_PER_MESSAGE * messages + _FRAMING
+
+
+#: the most tokens a chat template adds around one message (role markers, separators), and to a prompt:
+#: the generation prompt and the default system prompt some templates add (SmolLM2's takes about 20,
+#: Llama 3's date lines about 25)
+_FRAMING_PER_MESSAGE, _FRAMING = 8, 48
 
 
 class ContextWindow:
@@ -151,14 +166,19 @@ class ContextWindow:
         return bool(self.__dict__.get("_context_window")) or type(self)._default_context_window is not \
             ContextWindow._default_context_window or known_window(self.model) is not None
 
+    def token_bound(self, text: str, messages: int = 0) -> int:
+        """A count of ``text``'s tokens (in ``messages`` chat messages) never below this model's, without
+        counting: :func:`token_upper_bound`, a true upper bound for any tokenizer."""
+        return token_upper_bound(text, messages)
+
     async def count_texts(self, texts: Sequence[str]) -> list[int]:
-        """Tokens of each text in this model's tokens: its tokenizer where the provider has one, else a
-        safe (high) estimate. Framework prompts are fitted with these counts."""
-        return [estimate_prompt_tokens(t, 0) for t in texts]
+        """Tokens of each text in this model's tokens: its tokenizer where the provider has one, else
+        :meth:`token_bound`. Framework prompts are fitted with these counts."""
+        return [self.token_bound(t, 0) for t in texts]
 
     async def count_tokens(self, messages: Messages) -> int:
         """The prompt tokens of ``messages`` as this model would count them (chat framing included)."""
-        return estimate_prompt_tokens(messages_text(messages), len(messages))
+        return self.token_bound(messages_text(messages), len(messages))
 
     async def _check_window(self, messages: Messages, max_tokens: int, request: dict[str, Any], role: str) -> None:
         """Raise :class:`~rolecast.errors.ContextOverflow` when the prompt and ``max_tokens`` cannot fit
@@ -171,7 +191,7 @@ class ContextWindow:
         # is counted exactly
         if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:
             return
-        if estimate_prompt_tokens(text, len(messages)) + extra + max_tokens <= window:
+        if self.token_bound(text, len(messages)) + extra + max_tokens <= window:
             return
         prompt = await self.count_tokens(messages) + extra
         if prompt + max_tokens > window:
@@ -221,7 +241,8 @@ def request_tokens(llm: Any, tools: Any = None, schema: Any = None) -> int:
     and is not in the prompt)."""
     if getattr(llm, "grammar_constrained", False):
         schema = None
-    return estimate_prompt_tokens(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
+    bound = getattr(llm, "token_bound", token_upper_bound)
+    return bound(json.dumps([tools, schema], default=str), 0) if tools or schema else 0
 
 
 def answer_room(llm: Any, settings: Any = None, kind: str = "complete") -> int:
@@ -310,7 +331,20 @@ def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *,
 
 
 __all__ = [
-    "ACTION_SHARE", "DEFAULT_CONTEXT_WINDOW", "MODEL_WINDOWS", "SAFETY_TOKENS", "ContextWindow", "Fitted",
-    "answer_room", "estimate_prompt_tokens", "fit_history", "fit_to_window", "known_window", "omitted_note",
-    "record_fitted", "request_tokens", "schema_tokens",
+    "ACTION_SHARE",
+    "DEFAULT_CONTEXT_WINDOW",
+    "MODEL_WINDOWS",
+    "SAFETY_TOKENS",
+    "ContextWindow",
+    "Fitted",
+    "answer_room",
+    "estimate_prompt_tokens",
+    "fit_history",
+    "fit_to_window",
+    "known_window",
+    "omitted_note",
+    "record_fitted",
+    "request_tokens",
+    "schema_tokens",
+    "token_upper_bound",
 ]

@@ -29,6 +29,7 @@ from typing import Any
 from loguru import logger
 
 from ..errors import UsageError
+from ..llm.errortext import error_text
 from ..runs import RUN_STARTED, RUN_STOPPED, RunEvent, RunStore, new_run_id
 from ..runs.approvals import decide, pending_approvals
 
@@ -223,7 +224,7 @@ class TeamRunner:
         except asyncio.CancelledError:
             served.outcome = CANCELLED
         except Exception as exc:
-            served.outcome, served.detail = FAILED, f"{type(exc).__name__}: {exc}"
+            served.outcome, served.detail = FAILED, f"{type(exc).__name__}: {error_text(exc)}"
             logger.info("served run {} failed: {}", served.run_id, served.detail)
         finally:
             team.close()

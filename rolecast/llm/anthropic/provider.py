@@ -36,6 +36,7 @@ class AnthropicLLM(HostedLLM):
     supports_json_schema = True
     supports_tools = True
     gen_ai_system = "anthropic"
+    provider_name = "anthropic"
 
     def __init__(self, model: str = DEFAULT_MODEL, **kwargs: Any):
         super().__init__(model, **kwargs)
@@ -58,10 +59,12 @@ class AnthropicLLM(HostedLLM):
     def _new_client(self) -> Any:
         import anthropic
 
-        return anthropic.AsyncAnthropic(
+        client = anthropic.AsyncAnthropic(
             api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0,
-            http_client=self._proxied_client(),
+            http_client=self._http(anthropic.DefaultAsyncHttpxClient, "https://api.anthropic.com"),
         )
+        _ = client.messages  # the SDK imports its resources on first use: here, not inside a call's deadline
+        return client
 
     def _is_transient(self, exc: BaseException) -> bool:
         import anthropic
@@ -136,13 +139,14 @@ class AnthropicLLM(HostedLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         params = {**self._params(messages, stop, settings), "stream": True}
-        stream = await self._attempts(lambda client: client.messages.create(**params), settings)
+        ends = self._ends(settings)  # the whole call's: opening the stream (retried) and reading it
+        stream = await self._attempts(lambda client: client.messages.create(**params), settings, ends)
         parts: list[str] = []
         prompt = output = 0
         finished = False
         try:
             with map_exceptions(self._mapping(lambda: 1)):  # an error event, a cut connection
-                async for event in stream:
+                async for event in self._events(stream, ends, settings):
                     kind = getattr(event, "type", "")
                     if kind == "message_start":
                         prompt = usage_of(event.message.usage).prompt_tokens

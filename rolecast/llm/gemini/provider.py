@@ -40,6 +40,18 @@ DEFAULT_EMBEDDING_MODEL = "gemini-embedding-001"
 _TASK = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
 
 
+def _http_library() -> Any:
+    """The HTTP library google-genai sends through: ``httpx2`` (its fork of httpx) where installed, else httpx."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:
+        import httpx
+
+        return httpx
+
+
 class GeminiLLM(HostedLLM):
     """A Gemini model (see the module). ``base_url`` defaults to the SDK's Gemini API address;
     ``api_version`` to the SDK's (``v1beta``)."""
@@ -48,6 +60,7 @@ class GeminiLLM(HostedLLM):
     supports_tools = True
     supports_embeddings = True
     gen_ai_system = "gcp.gemini"
+    provider_name = "gemini"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_version: str | None = None,
                  embedding_model: str = DEFAULT_EMBEDDING_MODEL, **kwargs: Any):
@@ -81,10 +94,11 @@ class GeminiLLM(HostedLLM):
             options["base_url"] = self.base_url
         if self.api_version:
             options["api_version"] = self.api_version
-        client = self._proxied_client()
-        if client is not None:
-            options["httpx_async_client"] = client
-        return genai.Client(api_key=self.api_key, http_options=cast(Any, options))
+        options["httpx_async_client"] = self._http(_http_library().AsyncClient,
+                                                   "https://generativelanguage.googleapis.com")
+        client = genai.Client(api_key=self.api_key, http_options=cast(Any, options))
+        _ = client.aio.models  # the SDK's resources imported here, not inside a call's deadline
+        return client
 
     def _is_transient(self, exc: BaseException) -> bool:
         from google.genai import errors
@@ -150,17 +164,18 @@ class GeminiLLM(HostedLLM):
         self, messages: Messages, *, stop: list[str] | None, settings: LLMSettings
     ) -> AsyncIterator[str | Usage]:
         contents, config = self._config(messages, stop, settings)
+        ends = self._ends(settings)  # the whole call's: opening the stream (retried) and reading it
         stream = await self._attempts(
             lambda client: client.aio.models.generate_content_stream(
                 model=self.model, contents=contents, config=config),
-            settings,
+            settings, ends,
         )
         parts: list[str] = []
         usage = Usage()
         finished = False
         try:
             with map_exceptions(self._mapping(lambda: 1)):  # an error mid-stream, a cut connection
-                async for chunk in stream:
+                async for chunk in self._events(stream, ends, settings):
                     text, _, finish = response_parts(chunk)
                     if chunk.usage_metadata is not None:
                         usage = usage_of(chunk.usage_metadata)

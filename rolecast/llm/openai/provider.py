@@ -57,6 +57,7 @@ from ..base import (
     pooled_vector,
     truncate_at_stop,
 )
+from ..errortext import error_text
 from ..exceptions import openai_errors
 from ..hosted import proxied_http_client
 from .wire import StreamState, check_response, read_model, retry_after
@@ -353,7 +354,7 @@ class OpenAILLM(BaseLLM):
 
     def _before_sleep(self, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, exc)
+        logger.debug("{}: attempt {} failed ({}); retrying", self, state.attempt_number, error_text(exc))
         if exc is not None:
             self._attempt_failed(exc)  # the seam meters the last attempt; the retried ones are metered here
 
