@@ -194,7 +194,9 @@ class LocalConfig(_ProviderConfig):
     provider: Literal["local"] = "local"
     model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
     n_ctx: int = 8192
-    n_threads: int | None = Field(default=None, description="threads generating; default: one per two cores")
+    n_threads: int | None = Field(
+        default=None, description="threads generating; default: ROLECAST_N_THREADS, else one per core free at load",
+    )
     n_threads_batch: int | None = Field(
         default=None, description="threads evaluating prompts; default: as many as n_threads",
     )
