@@ -240,3 +240,22 @@ def test_add_batch_keeps_each_message_once_across_the_compact_index(monkeypatch:
         assert all(m in memory for m in batch)
         memory.add_batch([first[4], Message(content="last", cause_by=UserRequirement)])
         assert memory.count() == 16 and [m.content for m in memory.get_by_action(UserRequirement)][-1] == "last"
+
+
+def test_setting_sender_and_cause_normalises_and_marks_them_set() -> None:
+    """Set without re-validating the message (every published Message gets both), as validation would."""
+    from memory.message import USER_REQUIREMENT
+
+    message = Message(content="x")
+    assert "sent_from" not in message.model_fields_set and "cause_by" not in message.model_fields_set
+    message.sent_from = "Alice"
+    message.cause_by = ""
+    assert message.sent_from == "Alice" and message.cause_by == USER_REQUIREMENT
+    assert {"sent_from", "cause_by"} <= message.model_fields_set
+    other = Message(content="y")
+    assert "sent_from" not in other.model_fields_set  # the shared fields-set of the first was not changed
+    message.cause_by = UserRequirement  # a class still goes through validation: its path
+    assert message.cause_by == USER_REQUIREMENT
+    message.sent_from = ""
+    assert message.sent_from == ""
+    assert Message.model_validate_json(message.model_dump_json()) == message
