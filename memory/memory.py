@@ -281,14 +281,11 @@ class Memory:
             key = message.id
             if key in ids:
                 continue
-            if len(ids) >= COMPACT_IDS:  # the set is full: add moves the ids into a KeyIndex
+            if len(ids) >= COMPACT_IDS:  # the set is full: add moves the ids into a KeyIndex, and adds the rest
                 self.add(message)
-                ids = self._ids
-                if type(ids) is not set:
-                    for rest in messages:
-                        self.add(rest)
-                    return
-                continue
+                for rest in messages:
+                    self.add(rest)
+                return
             ids.add(key)
             storage.append(message)
             if index is not None and message.cause_by:
