@@ -5,7 +5,8 @@ Read only when a model is first needed (never at import). Sources, later wins:
 1. a YAML file: ``$ROLECAST_CONFIG``, else ``./rolecast.yaml``, else ``~/.rolecast/config.yaml``;
 2. environment variables: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ROLECAST_MODEL``,
    ``ROLECAST_PROVIDER`` (``openai``, ``local`` or a plugin's name), ``ROLECAST_MODEL_PATH``
-   (a GGUF file);
+   (a GGUF file); ``ROLECAST_N_THREADS``, the embedded model's threads when ``n_threads`` is not
+   set (read when the model loads: :func:`rolecast.llm.local.engine.threads`);
 3. values passed in code (``Config(llm=LLMConfig(...))``).
 
 A model's configuration is one member of a union discriminated by ``provider``, each
