@@ -266,8 +266,31 @@ class Memory:
             self._let_go = (self._let_go or b"") + _fingerprint(self._key(oldest))
 
     def add_batch(self, messages: Iterable[Message]) -> None:
+        """:meth:`add` each message; the common case (ids, no window, a set of them) without a call a message."""
+        if self.window is not None or self.ignore_id:
+            for message in messages:
+                self.add(message)
+            return
+        ids = self._ids if self._ids is not None else self._id_set()
+        if type(ids) is not set:
+            for message in messages:
+                self.add(message)
+            return
+        messages = iter(messages)  # (a full set hands the rest to add, where the loop left off)
+        storage, index = self.storage, self._index  # (every delivery comes here: add, inlined)
         for message in messages:
-            self.add(message)
+            key = message.id
+            if key in ids:
+                continue
+            if len(ids) >= COMPACT_IDS:  # the set is full: add moves the ids into a KeyIndex, and adds the rest
+                self.add(message)
+                for rest in messages:
+                    self.add(rest)
+                return
+            ids.add(key)
+            storage.append(message)
+            if index is not None and message.cause_by:
+                index.setdefault(message.cause_by, []).append(message)
 
     def delete(self, message: Message) -> None:
         """Forget one message (no error if it is not stored)."""

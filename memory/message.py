@@ -193,18 +193,29 @@ class Message(Model):
         return sorted(v)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "send_to" and type(self) is Message:
-            # what validate_assignment does for this one field (the same normalisation), without
+        if type(self) is Message:
+            # what validate_assignment does for these fields (the same normalisation), without
             # pydantic re-validating the whole message: that rebuilt the message's dict and grew every
             # readdressed message by about 1 KB (a role that addresses its posts, every turn;
-            # bench/bench_scale.py); the fields-set stays a shared one
-            self.__dict__["send_to"] = shared_send_to(value)
+            # bench/bench_scale.py), and cost every published message two validations (its sender
+            # and cause, set when an action returns a Message: ~25 calls a hand-over); the
+            # fields-set stays a shared one
+            if name == "send_to":
+                value = shared_send_to(value)
+            elif name == "cause_by" and type(value) is str:
+                value = value or USER_REQUIREMENT
+            elif name != "sent_from" or type(value) is not str:
+                if name in type(self).model_fields:
+                    thaw_fields(self)  # pydantic adds the name to it
+                super().__setattr__(name, value)
+                return
+            self.__dict__[name] = value
             fields = self.__pydantic_fields_set__
-            if "send_to" not in fields:
+            if name not in fields:
                 if type(fields) is SharedFieldsSet:
-                    object.__setattr__(self, "__pydantic_fields_set__", shared_fields({*fields, "send_to"}))
+                    object.__setattr__(self, "__pydantic_fields_set__", shared_fields({*fields, name}))
                 else:
-                    fields.add("send_to")
+                    fields.add(name)
             return
         if name in type(self).model_fields:
             thaw_fields(self)  # pydantic adds the name to it

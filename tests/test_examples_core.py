@@ -83,7 +83,8 @@ def test_cli_info_names_the_engine_its_cpu_features_and_threads():
     rows = dict(line.split(" : ", 1) for line in out.stdout.splitlines() if " : " in line)
     assert rows["engine".ljust(18)].startswith("llama.cpp (xllamacpp 20")
     assert rows["CPU features".ljust(18)].strip()  # whatever this CPU has, llama.cpp names it
-    assert re.fullmatch(r"\d+ generating, \d+ evaluating prompts \(\d+ cores\)", rows["threads".ljust(18)])
+    threads = rows["threads".ljust(18)]
+    assert re.fullmatch(r"\d+ generating, \d+ evaluating prompts \(\d+ cores, \d+\.\d free now\)", threads)
 
 
 def test_cli_version_and_the_model_info_would_run(tmp_path):

@@ -105,15 +105,50 @@ def test_from_config_takes_a_gguf_path(tmp_path: Path) -> None:
 def test_prompts_get_as_many_threads_as_generation_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     from rolecast.llm.local.engine import threads
 
-    monkeypatch.setattr("os.cpu_count", lambda: 8)
-    assert threads(None) == (4, 4)
-    assert threads(3) == (3, 3)
-    assert threads(None, 8) == (4, 8)
+    monkeypatch.delenv("ROLECAST_N_THREADS", raising=False)
+    monkeypatch.setattr("rolecast.llm.local.engine.usable_cores", lambda: 8)
+    assert threads(None, free=8.0) == (8, 8)
+    assert threads(3, free=8.0) == (3, 3)
+    assert threads(None, 8, free=4.0) == (4, 8)
+
+
+def test_threads_follow_the_cores_free_when_the_model_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An idle machine gets its cores, a busy one a thread per core nobody uses (never 0)."""
+    from rolecast.llm.local import engine
+
+    monkeypatch.delenv("ROLECAST_N_THREADS", raising=False)
+    monkeypatch.setattr(engine, "usable_cores", lambda: 2)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
-    # one thread: two on two cores are 1.4x faster idle, but 4-25x slower while another process holds a core
-    assert threads(None) == (1, 1)
-    monkeypatch.setattr("os.cpu_count", lambda: 1)
-    assert threads(None) == (1, 1)
+    monkeypatch.setattr(engine.time, "sleep", lambda _s: None)
+    readings: list[tuple[int, int]] = []
+    monkeypatch.setattr(engine, "_cpu_times", lambda: readings.pop(0))
+
+    def choose(idle: int, total: int) -> int:
+        readings[:] = [(1000, 5000), (1000 + idle, 5000 + total)]  # /proc/stat before and after the sample
+        return engine.threads(None)[0]
+
+    assert choose(idle=30, total=30) == 2  # both cores idle: two threads (1.4x faster than one)
+    assert choose(idle=27, total=30) == 2  # a little noise still leaves both
+    assert choose(idle=15, total=30) == 1  # another process holds a core: one thread, not a collapse
+    assert choose(idle=0, total=30) == 1  # all cores busy: still one
+    # no /proc/stat: the load average
+    monkeypatch.setattr(engine, "_cpu_times", lambda: None)
+    monkeypatch.setattr("os.getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert engine.threads(None) == (1, 1)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.05, 0.1, 0.1))
+    assert engine.threads(None) == (2, 2)
+
+
+def test_threads_set_by_the_environment_or_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rolecast.llm.local import engine
+
+    monkeypatch.setattr(engine, "free_cores", lambda *a: pytest.fail("measured although set"))
+    monkeypatch.setenv("ROLECAST_N_THREADS", "3")
+    assert engine.threads(None) == (3, 3)
+    assert engine.threads(2) == (2, 2)  # the config key wins over the variable
+    monkeypatch.setenv("ROLECAST_N_THREADS", "two")
+    with pytest.raises(ConfigError, match="ROLECAST_N_THREADS must be a whole number"):
+        engine.threads(None)
     config = LLMConfig(n_threads_batch=2)  # a local-only option: it means the local provider
     assert config.provider == "local" and config.n_threads_batch == 2
 

@@ -221,3 +221,41 @@ def test_a_role_keeps_its_memory_window_through_a_save():
     assert restored.memory.window == 2 and [m.content for m in restored.memory.get()] == ["b", "c"]
     restored.memory.add(Message("d"))
     assert [m.content for m in restored.memory.get()] == ["c", "d"]
+
+
+def test_add_batch_keeps_each_message_once_across_the_compact_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch path (every delivery) skips held ids, indexes causes, and hands over to the compact
+    index when the id set fills up mid-batch, with the rest of the batch (a list or a generator)."""
+    import memory.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "COMPACT_IDS", 8)
+    for as_generator in (False, True):
+        memory = Memory()
+        first = [Message(content=f"m{i}", cause_by=UserRequirement) for i in range(5)]
+        memory.add_batch(first)
+        assert memory.get_by_action(UserRequirement) == first  # the index made now follows the batches
+        batch = [*first[:2], *(Message(content=f"n{i}") for i in range(10)), first[3]]
+        memory.add_batch(m for m in batch) if as_generator else memory.add_batch(batch)
+        assert [m.content for m in memory.get()] == [*(f"m{i}" for i in range(5)), *(f"n{i}" for i in range(10))]
+        assert all(m in memory for m in batch)
+        memory.add_batch([first[4], Message(content="last", cause_by=UserRequirement)])
+        assert memory.count() == 16 and [m.content for m in memory.get_by_action(UserRequirement)][-1] == "last"
+
+
+def test_setting_sender_and_cause_normalises_and_marks_them_set() -> None:
+    """Set without re-validating the message (every published Message gets both), as validation would."""
+    from memory.message import USER_REQUIREMENT
+
+    message = Message(content="x")
+    assert "sent_from" not in message.model_fields_set and "cause_by" not in message.model_fields_set
+    message.sent_from = "Alice"
+    message.cause_by = ""
+    assert message.sent_from == "Alice" and message.cause_by == USER_REQUIREMENT
+    assert {"sent_from", "cause_by"} <= message.model_fields_set
+    other = Message(content="y")
+    assert "sent_from" not in other.model_fields_set  # the shared fields-set of the first was not changed
+    message.cause_by = UserRequirement  # a class still goes through validation: its path
+    assert message.cause_by == USER_REQUIREMENT
+    message.sent_from = ""
+    assert message.sent_from == ""
+    assert Message.model_validate_json(message.model_dump_json()) == message

@@ -5,7 +5,8 @@ Read only when a model is first needed (never at import). Sources, later wins:
 1. a YAML file: ``$ROLECAST_CONFIG``, else ``./rolecast.yaml``, else ``~/.rolecast/config.yaml``;
 2. environment variables: ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ROLECAST_MODEL``,
    ``ROLECAST_PROVIDER`` (``openai``, ``local`` or a plugin's name), ``ROLECAST_MODEL_PATH``
-   (a GGUF file);
+   (a GGUF file); ``ROLECAST_N_THREADS``, the embedded model's threads when ``n_threads`` is not
+   set (read when the model loads: :func:`rolecast.llm.local.engine.threads`);
 3. values passed in code (``Config(llm=LLMConfig(...))``).
 
 A model's configuration is one member of a union discriminated by ``provider``, each
@@ -220,7 +221,9 @@ class LocalConfig(_ProviderConfig):
     provider: Literal["local"] = "local"
     model_path: str | None = Field(default=None, description="GGUF file; default: the embedded model")
     n_ctx: int = 8192
-    n_threads: int | None = Field(default=None, description="threads generating; default: one per two cores")
+    n_threads: int | None = Field(
+        default=None, description="threads generating; default: ROLECAST_N_THREADS, else one per core free at load",
+    )
     n_threads_batch: int | None = Field(
         default=None, description="threads evaluating prompts; default: as many as n_threads",
     )

@@ -13,7 +13,7 @@ This module knows how to get the engine into the process safely:
   would otherwise kill the interpreter; here it becomes a :class:`ConfigError` naming
   the platform and what to do.
 * :func:`import_engine` imports it.
-* :func:`threads` picks the thread counts (one per two cores by default).
+* :func:`threads` picks the thread counts (one per core free when the model loads, by default).
 
 Thread counts never change an answer: llama.cpp splits each operation's output between
 its threads, and every value is computed the same way by whichever thread gets it.
@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,25 +154,86 @@ def import_engine() -> Any:
     return xllamacpp
 
 
-def threads(n_threads: int | None, n_threads_batch: int | None = None) -> tuple[int, int]:
-    """The threads generating and the threads evaluating prompts: by default one per two cores
-    (one on a 2-core machine), both.
+#: the environment variable that sets the generating threads (the ``n_threads`` config key wins over it)
+THREADS_ENV = "ROLECAST_N_THREADS"
+#: how long the load is sampled before the model loads (seconds)
+LOAD_SAMPLE_S = 0.15
 
-    Fewer threads than cores, because a user's machine always runs something else. llama.cpp
-    splits every operation of a token between its threads and waits for all of them at ~30
-    barriers per token; when another process holds a core, one of the threads is not running
-    and every barrier waits for the scheduler to give it a turn (while the others spin there,
-    holding their own core). On a 2-core machine with one core kept busy by another process,
-    two threads generated 2-5 tokens/s where one thread generated 28-32, and the README main job
-    took up to 25x its idle time (issue 31; ``bench/bench_contention.py`` measures it). With one
-    thread per two cores a busy core leaves our threads a core each. Idle, two threads on two
-    cores are ~1.4x faster: set ``n_threads: 2`` (``rolecast.yaml``'s ``llm`` section) where
-    nothing else runs. Prompts get as many threads as generation, as in llama.cpp's own tools.
-    Concurrent roles do not need more threads: their requests share one batch (see
-    :mod:`rolecast.llm.local.provider`).
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) clock ticks of all CPUs since boot, from ``/proc/stat``; None where there is none."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            first = stat.readline().split()
+    except OSError:
+        return None
+    if len(first) < 5 or first[0] != "cpu":
+        return None
+    try:
+        ticks = [int(value) for value in first[1:9]]  # user nice system idle iowait irq softirq steal
+    except ValueError:
+        return None
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def free_cores(sample_s: float = LOAD_SAMPLE_S) -> float:
+    """The cores nobody is using now: the machine's idle share over ``sample_s`` seconds times its
+    cores (``/proc/stat``), else the cores less the 1-minute load average; at most the usable cores."""
+    usable = usable_cores()
+    before = _cpu_times()
+    if before is not None:
+        time.sleep(sample_s)
+        after = _cpu_times()
+        if after is not None and after[1] > before[1]:
+            idle_share = (after[0] - before[0]) / (after[1] - before[1])
+            return max(0.0, min(float(usable), idle_share * (os.cpu_count() or usable)))
+    try:
+        return max(0.0, min(float(usable), (os.cpu_count() or usable) - os.getloadavg()[0]))
+    except (AttributeError, OSError):
+        return max(1.0, usable / 2)  # nothing to read: one thread per two cores, as before
+
+
+def _env_threads() -> int | None:
+    given = os.environ.get(THREADS_ENV, "").strip()
+    if not given:
+        return None
+    if not given.isdigit() or int(given) < 1:
+        raise ConfigError(f"{THREADS_ENV} must be a whole number of threads of at least 1, not {given!r}")
+    return int(given)
+
+
+def threads(n_threads: int | None, n_threads_batch: int | None = None, *,
+            free: float | None = None) -> tuple[int, int]:
+    """The threads generating and the threads evaluating prompts: by default one per core free when
+    the model loads (measured, :func:`free_cores`, unless ``free`` is given), at least one, both.
+
+    The cores free, not the cores present, because llama.cpp splits every operation of a token
+    between its threads and waits for all of them at ~30 barriers per token: when another process
+    holds a core, one of the threads is not running and every barrier waits for the scheduler to
+    give it a turn (while the others spin there, holding their own core). On a 2-core machine with
+    one core kept busy by another process, two threads generated 2-5 tokens/s where one thread
+    generated 28-32, and the README main job took up to 25x its idle time (issue 31;
+    ``bench/bench_contention.py`` measures it); idle, two threads on two cores are ~1.4x faster than
+    one. So an idle machine gets all its cores and a busy one a thread per core nobody uses: a core
+    counts when at least three quarters of it was idle over the sample (``/proc/stat``, 0.15 s;
+    elsewhere the load average). ``n_threads`` (``rolecast.yaml``'s ``llm`` section) or else
+    ``ROLECAST_N_THREADS`` sets the count instead. Prompts get as many threads as generation, as in
+    llama.cpp's own tools. Concurrent roles do not need more threads: their requests share one
+    batch (see :mod:`rolecast.llm.local.provider`).
     """
-    cores = os.cpu_count() or 2
-    n = n_threads or max(1, cores // 2)
+    n = n_threads or _env_threads()
+    if not n:
+        if free is None:
+            free = free_cores()
+        n = max(1, min(usable_cores(), int(free + 0.25)))
     return n, n_threads_batch or n
 
 
@@ -184,16 +246,17 @@ def info_rows(n_threads: int | None = None, n_threads_batch: int | None = None) 
         info = probe()
     except ConfigError as exc:
         return [("engine", f"{ENGINE_PACKAGE} {engine_version()} cannot run here: {exc}")]
-    n_gen, n_batch = threads(n_threads, n_threads_batch)
+    free = free_cores()
+    n_gen, n_batch = threads(n_threads, n_threads_batch, free=free)
     cores = os.cpu_count() or 1
     return [
         ("engine", info.name),
         ("CPU features", ", ".join(info.cpu_features) or "none reported"),
-        ("threads", f"{n_gen} generating, {n_batch} evaluating prompts ({cores} cores)"),
+        ("threads", f"{n_gen} generating, {n_batch} evaluating prompts ({cores} cores, {free:.1f} free now)"),
     ]
 
 
 __all__ = [
-    "ENGINE_PACKAGE", "INSTALL_HINT", "EngineInfo", "engine_installed", "engine_version", "import_engine",
-    "info_rows", "probe", "threads",
+    "ENGINE_PACKAGE", "INSTALL_HINT", "LOAD_SAMPLE_S", "THREADS_ENV", "EngineInfo", "engine_installed",
+    "engine_version", "free_cores", "import_engine", "info_rows", "probe", "threads", "usable_cores",
 ]
