@@ -80,11 +80,14 @@ def scripted_model(topic: str) -> FunctionLLM:
 
 
 async def main(
-    topic: str, investment: float = 3.0, n_round: int = 4, scripted: bool = False, console: bool = True
+    topic: str, investment: float = 3.0, n_round: int = 4, scripted: bool = False, console: bool = True,
+    compaction: bool = False, llm: Any = None,
 ) -> list[Message]:
+    """The debate; ``compaction``: older turns summarised once a debater's memory passes 0.6 of the
+    window (its ``get_memories()`` then reads the summary and the newest turns: long runs fit)."""
     ada = Debater(name="Ada", profile="Optimist", opponent_name="Ben")
     ben = Debater(name="Ben", profile="Skeptic", opponent_name="Ada")
-    team = Team(llm=scripted_model(topic) if scripted else None)
+    team = Team(llm=llm or (scripted_model(topic) if scripted else None), compaction=compaction or None)
     team.hire([ada, ben])
     team.invest(investment)
     team.run_project(topic, send_to="Ada")  # Ada speaks first
@@ -104,6 +107,8 @@ if __name__ == "__main__":
     parser.add_argument("--n-round", type=int, default=4)
     parser.add_argument("--scripted", action="store_true", help="use a canned model")
     parser.add_argument("--no-console", action="store_true", help="no live view; print the debate at the end")
+    parser.add_argument("--compaction", action="store_true", help="summarise older turns: long runs fit the window")
     args = parser.parse_args()
     enable_logging("INFO" if args.no_console else "WARNING")  # with the live view, logs would only clutter it
-    run_script(main(args.topic, args.investment, args.n_round, args.scripted, console=not args.no_console))
+    run_script(main(args.topic, args.investment, args.n_round, args.scripted, console=not args.no_console,
+                    compaction=args.compaction))

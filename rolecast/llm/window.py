@@ -270,6 +270,27 @@ ACTION_SHARE = 0.125
 SAFETY_TOKENS = 16
 
 
+#: texts whose tokens a model remembers for fitting (a history's messages, counted once, not every turn)
+COUNT_CACHE = 4096
+
+
+async def counted_texts(llm: ContextWindow, texts: Sequence[str]) -> list[int]:
+    """``llm.count_texts(texts)``, each text counted once per model: a long run fits the same history
+    every turn, and only the messages new since the last fitting are counted (by the tokenizer, on a
+    local model). The memo holds at most :data:`COUNT_CACHE` texts (emptied when full)."""
+    d = llm.__dict__
+    memo = d.get("_counted")
+    if memo is None or memo[0] != llm.model:
+        memo = d["_counted"] = (llm.model, {})
+    known: dict[str, int] = memo[1]
+    new = [t for t in dict.fromkeys(texts) if t not in known]
+    if new:
+        if len(known) + len(new) > COUNT_CACHE:
+            known.clear()
+        known.update(zip(new, await llm.count_texts(new), strict=True))
+    return [known[t] for t in texts]
+
+
 async def fit_to_window(
     llm: ContextWindow, texts: Sequence[str], fixed: Messages, max_tokens: int, *, purpose: str,
     what: str = "message", reserve: int = 0, role: Any = None, keep: int = 0,
@@ -298,9 +319,9 @@ async def fit_to_window(
     if 4 * chars + 16 * (n + len(fixed)) <= room:
         return 0
     fixed_tokens = await llm.count_tokens(fixed)
-    note_tokens = (await llm.count_texts([omitted_note(n, what)]))[0] + 1
+    note_tokens = (await counted_texts(llm, [omitted_note(n, what)]))[0] + 1
     budget = room - fixed_tokens - note_tokens
-    costs = await llm.count_texts(list(texts))
+    costs = await counted_texts(llm, texts)
     fitted = fit_history(range(n), budget, lambda i: costs[i] + 1)  # +1: the break between two items
     if fitted.omitted > n - keep:
         fitted = Fitted(list(range(n - keep, n)), n - keep, fitted.budget, sum(costs[n - keep:]) + keep)
@@ -332,12 +353,14 @@ def record_fitted(purpose: str, fitted: Fitted, window: int, max_tokens: int, *,
 
 __all__ = [
     "ACTION_SHARE",
+    "COUNT_CACHE",
     "DEFAULT_CONTEXT_WINDOW",
     "MODEL_WINDOWS",
     "SAFETY_TOKENS",
     "ContextWindow",
     "Fitted",
     "answer_room",
+    "counted_texts",
     "estimate_prompt_tokens",
     "fit_history",
     "fit_to_window",
