@@ -9,6 +9,8 @@ process); the judge (:mod:`rolecast.eval.judge`) asks a model.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,9 +34,16 @@ class CheckResult:
     passed: bool
     reason: str
     kind: str = ""
+    #: from 0 to 1: a ``python`` check's score, else 1.0 for a pass and 0.0 for a failure
+    score: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.score is None:
+            self.score = 1.0 if self.passed else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "kind": self.kind, "passed": self.passed, "reason": self.reason}
+        return {"check": self.check, "kind": self.kind, "passed": self.passed, "score": self.score,
+                "reason": self.reason}
 
 
 def code_of(text: str) -> str:
@@ -183,6 +192,46 @@ async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[boo
     return True, f"{len(results)} test(s) passed against the code ({whose} tests)"
 
 
+# ------------------------------------------------------------------ the evalset author's own function
+def _author_function(file: str, function: str) -> Callable[..., Any]:
+    """``attr`` of the module in ``file`` (a file of the evalset's folder, checked when the evalset was
+    read), loaded from that file under a private name: nothing on ``sys.path`` is consulted."""
+    spec = importlib.util.spec_from_file_location(f"_rolecast_evaluator_{abs(hash(file)):x}", file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {file}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    attr = function.rsplit(":", 1)[1]
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise AttributeError(f"{file} has no function {attr!r}")
+    return fn
+
+
+def score_of(value: Any) -> tuple[float, str]:
+    """A ``python`` check's answer as (score, reason): a bool, a number from 0 to 1, or either with a reason."""
+    reason = ""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+        value, reason = value
+    if isinstance(value, bool):
+        return (1.0 if value else 0.0), reason
+    if isinstance(value, (int, float)) and 0.0 <= value <= 1.0:
+        return float(value), reason
+    raise TypeError(f"returned {value!r:.80}; a check function returns a bool, a score from 0 to 1, "
+                    f"or (either, 'a reason')")
+
+
+async def check_python(record: RunRecord, args: dict[str, Any]) -> tuple[bool, str, float]:
+    fn = _author_function(args["file"], args["function"])
+    value = fn(record)
+    if inspect.isawaitable(value):
+        value = await value
+    score, reason = score_of(value)
+    passed = score >= args["threshold"]
+    shown = f"score {score:.2f} {'>=' if passed else '<'} threshold {args['threshold']:.2f}"
+    return passed, f"{args['function']}: {shown}" + (f": {reason}" if reason else ""), score
+
+
 PLAIN: dict[str, Callable[[RunRecord, dict[str, Any]], tuple[bool, str]]] = {
     "contains": check_contains, "roles_spoke": check_roles_spoke, "actions_ran": check_actions_ran,
     "max_calls": check_max_calls, "max_cost": check_max_cost,
@@ -194,14 +243,17 @@ SANDBOXED: dict[str, Callable[[RunRecord, dict[str, Any]], Awaitable[tuple[bool,
 
 async def run_check(record: RunRecord, check: Check) -> CheckResult:
     """Score ``record`` by one non-judge check (an error in the check is a failure that says so)."""
+    score: float | None = None
     try:
-        if check.kind in PLAIN:
+        if check.kind == "python":
+            passed, reason, score = await check_python(record, check.args)
+        elif check.kind in PLAIN:
             passed, reason = PLAIN[check.kind](record, check.args)
         else:
             passed, reason = await SANDBOXED[check.kind](record, check.args)
-    except Exception as exc:  # a sandbox that cannot start: the check fails, saying why
-        passed, reason = False, f"the check could not run: {type(exc).__name__}: {exc}"
-    return CheckResult(check.label, passed, reason, check.kind)
+    except Exception as exc:  # a sandbox that cannot start, an author's function that raises: the check fails
+        passed, reason, score = False, f"the check could not run: {type(exc).__name__}: {exc}", 0.0
+    return CheckResult(check.label, passed, reason, check.kind, score)
 
 
-__all__ = ["CheckResult", "code_of", "run_check", "run_in_sandbox", "run_tests"]
+__all__ = ["CheckResult", "code_of", "run_check", "run_in_sandbox", "run_tests", "score_of"]

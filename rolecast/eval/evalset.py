@@ -32,12 +32,13 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "python_runs": ("role", "action", "timeout"),
     "tests_pass": ("code_from", "tests_from", "tests", "tests_file", "timeout"),
     "judge": ("rubric", "model", "samples", "role"),
+    "python": ("function", "threshold"),
     "max_calls": (),
     "max_cost": (),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "contains": ("text",), "roles_spoke": ("roles",), "actions_ran": ("actions",),
-    "tests_pass": ("code_from",), "judge": ("rubric",),
+    "tests_pass": ("code_from",), "judge": ("rubric",), "python": ("function",),
 }
 #: where a ``tests_pass`` check finds its tests: written by the team (a role's last message), or by the
 #: evalset's author (the reference tests, in the evalset or a file beside it)
@@ -52,6 +53,8 @@ CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,47}")
 #: the evalset's name, in its evals' ids
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 MAX_BYTES = 4 * 2**20
+#: a ``python`` check's function: ``module:attr``, the module a file in the evalset's folder (dotted: in a subfolder)
+FUNCTION = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")
 #: the most values an evalset may hold once its YAML aliases are expanded, and how deep they may nest: a
 #: 587-byte file of nested aliases (a "billion laughs") expands to billions, which every later walk of the
 #: data (checking it, digesting a check, showing a value in an error) would go through
@@ -193,7 +196,7 @@ def parse_check(where: str, item: Any, folder: Path | None = None) -> Check:
     missing = [k for k in REQUIRED.get(kind, ()) if k not in args]
     if missing:
         raise EvalsetError(f"{where} needs {', '.join(missing)}")
-    args = _check_args(where, kind, dict(args))
+    args = _check_args(where, kind, dict(args), folder)
     if kind == "tests_pass":
         args = _tests_source(where, args, folder)
     return Check(kind, args)
@@ -222,7 +225,22 @@ def _tests_source(where: str, args: dict[str, Any], folder: Path | None) -> dict
     return args
 
 
-def _check_args(where: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+def _python_args(where: str, args: dict[str, Any], folder: Path | None) -> None:
+    """``function: module:attr`` names a file of the evalset's folder (never a module found on ``sys.path``)."""
+    function = args["function"]
+    match = FUNCTION.fullmatch(function) if isinstance(function, str) else None
+    if match is None:
+        raise EvalsetError(f"{where} function is `module:function`, the module a .py file in the evalset's "
+                           f"folder (such as `scorers:exact_match` for scorers.py); not {function!r:.80}")
+    file = (folder or Path.cwd()).resolve() / (match.group(1).replace(".", "/") + ".py")
+    if not file.is_file():
+        raise EvalsetError(f"{where} function {function!r}: there is no {file} (the module is a file of the "
+                           f"evalset's folder)")
+    args["file"] = str(file)
+    args["threshold"] = float(_number(f"{where} threshold", args.get("threshold", 1.0), high=1.0))
+
+
+def _check_args(where: str, kind: str, args: dict[str, Any], folder: Path | None = None) -> dict[str, Any]:
     if kind == "contains":
         args["text"] = _text(f"{where} text", args["text"])
     if kind in ("roles_spoke", "actions_ran"):
@@ -232,6 +250,8 @@ def _check_args(where: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
         if order not in ORDERS:
             raise EvalsetError(f"{where} order is one of {', '.join(ORDERS)}; not {order!r}"
                                f"{_suggest(str(order), list(ORDERS))}")
+    if kind == "python":
+        _python_args(where, args, folder)
     if kind == "python_runs" and "role" not in args and "action" not in args:
         raise EvalsetError(f"{where} needs the role (or the action) whose last message holds the code")
     for name in ("role", "action", "code_from", "tests_from", "model"):

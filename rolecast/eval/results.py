@@ -39,9 +39,14 @@ class RunResult:
     def failures(self) -> list[CheckResult]:
         return [c for c in self.checks if not c.passed]
 
+    @property
+    def score(self) -> float:
+        """The mean of its checks' scores (each from 0 to 1); 1.0 for a run with no check."""
+        return sum(c.score or 0.0 for c in self.checks) / len(self.checks) if self.checks else 1.0
+
     def as_dict(self) -> dict[str, Any]:
         r = self.record
-        return {"run_id": self.run_id, "repeat": self.repeat, "passed": self.passed,
+        return {"run_id": self.run_id, "repeat": self.repeat, "passed": self.passed, "score": round(self.score, 4),
                 "checks": [c.as_dict() for c in self.checks], "calls": r.calls, "live_calls": r.live_calls,
                 "reused_calls": r.reused_calls, "judge_calls": r.judge_calls, "cost": r.cost,
                 "seconds": round(r.seconds, 3), "stop_reason": r.stop_reason}
