@@ -9,7 +9,7 @@ import pytest
 
 from rolecast.errors import EvalsetError
 from rolecast.eval.checks import run_check
-from rolecast.eval.evalset import parse_check
+from rolecast.eval.evalset import load_evalset, parse_check
 from rolecast.eval.record import RunRecord, Said
 
 GOOD = "```python\ndef add(a, b):\n    return a + b\n```"

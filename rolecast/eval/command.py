@@ -61,6 +61,7 @@ def add_parser(sub: Any) -> None:
                             "call but a new or changed judge's)")
     which.add_argument("--baseline", metavar="EVAL_ID",
                        help="run the team reusing every unchanged model call of EVAL_ID's runs; report the change")
+    cmd.add_argument("--quiet", action="store_true", help="no progress line per run on stderr")
     cmd.add_argument("--tuning", metavar="PATH",
                      help="apply this tuning (rolecast optimize's output) to every run's team")
     cmd.add_argument("--eval-id", metavar="ID", help="the eval's id (default: the unfinished eval of this plan, "
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         # a line a run as it ends (a team on a small model takes a while): on stderr, stdout keeps the results
         nonlocal done
         done += 1
+        if getattr(args, "quiet", False):
+            return
         print(f"run {done}: {case} {'finished' if made else 'found finished'} ({run_id})", file=sys.stderr,
               flush=True)
 
