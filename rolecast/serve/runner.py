@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +39,13 @@ WATCH_POLL = 0.5
 TASK_PREFIX = "task-"
 #: the most rounds a client may ask for
 MAX_ROUNDS = 100
+#: the longest idea (characters) a task may be given (over A2A or HTTP)
+MAX_IDEA = 100_000
+#: how many settled tasks (finished, failed, cancelled) stay in memory; older ones are read from the
+#: store again when asked about (their idea and messages are durable there)
+KEEP_SETTLED = 64
+#: how many message ids are remembered for meeting a repeated message with its task
+KEEP_MESSAGES = 100_000
 
 # a served run's outcome (the A2A task states map from these: see .a2a)
 WORKING, WAITING, FINISHED, FAILED, CANCELLED = "working", "waiting", "finished", "failed", "cancelled"
@@ -59,6 +69,13 @@ class Served:
     #: set whenever the run logs something or settles (streams wait on it)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.time)
+    #: when ``outcome`` last changed (the A2A status's timestamp)
+    since: float = field(default_factory=time.time)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "outcome" and getattr(self, "outcome", value) != value:
+            object.__setattr__(self, "since", time.time())
+        object.__setattr__(self, name, value)
 
     @property
     def running(self) -> bool:
@@ -130,7 +147,8 @@ class TeamRunner:
         self.rounds = rounds
         self.max_running = max_running
         self.served: dict[str, Served] = {}
-        self._by_message: dict[str, str] = {}
+        self._by_message: OrderedDict[str, str] = OrderedDict()
+        self._settled: OrderedDict[str, None] = OrderedDict()
         sample = bind(factory(), store, new_run_id())  # (the card's roles; a factory that fails, fails here)
         self.team_name = type(sample).__name__
         self.description = sample.env.desc or ""
@@ -145,23 +163,45 @@ class TeamRunner:
             raise UsageError(f"rounds is a whole number from 1 to {MAX_ROUNDS}, not {rounds!r:.40}")
         return rounds
 
-    def start(self, idea: str, rounds: Any = None, *, message_id: str = "", context_id: str = "") -> Served:
-        """A new run of ``idea`` (or, for a ``message_id`` seen before, the run it started: a client that
-        sends the same message again after a crash meets its task, not a second run)."""
-        if message_id and message_id in self._by_message:
-            return self.served[self._by_message[message_id]]
+    def start(self, idea: str, rounds: Any = None, *, message_id: str = "", context_id: str = "",
+              client: str = "") -> Served:
+        """A new run of ``idea`` (or, for a message seen before — the same ``message_id`` and idea from the
+        same ``client`` — the run it started: a client that sends its message again after a crash meets
+        its task, not a second run; another client's message with that id is a task of its own)."""
         if not isinstance(idea, str) or not idea.strip():
             raise UsageError("the idea is text with something in it")
+        if len(idea) > MAX_IDEA:
+            raise UsageError(f"the idea is {len(idea):,} characters; at most {MAX_IDEA:,}")
+        key = _message_key(client, message_id, idea, context_id) if message_id else ""
+        if key in self._by_message:
+            seen = self.find(self._by_message[key])
+            if seen is not None:
+                return seen
         n_round = self.check_rounds(rounds)
         if sum(s.running for s in self.served.values()) >= self.max_running:
             raise UsageError(f"this server runs {self.max_running} tasks already: try again later")
         run_id = TASK_PREFIX + new_run_id()
         served = Served(run_id, idea, n_round, context_id or run_id, message_id)
         self.served[run_id] = served
-        if message_id:
-            self._by_message[message_id] = run_id
+        if key:
+            self._by_message[key] = run_id
+            while len(self._by_message) > KEEP_MESSAGES:
+                self._by_message.popitem(last=False)
         self._launch(served, idea)
         return served
+
+    def _settle(self, served: Served) -> None:
+        """``served`` is over: keep it among the last :data:`KEEP_SETTLED`, forget the oldest (its run
+        is in the store: :meth:`find` reads it again; streams that hold it keep it until they end)."""
+        if served.outcome not in (FINISHED, FAILED, CANCELLED):
+            return
+        self._settled[served.run_id] = None
+        self._settled.move_to_end(served.run_id)
+        while len(self._settled) > KEEP_SETTLED:
+            old, _ = self._settled.popitem(last=False)
+            gone = self.served.get(old)
+            if gone is not None and not gone.running and gone.outcome in (FINISHED, FAILED, CANCELLED):
+                del self.served[old]
 
     def find(self, run_id: str) -> Served | None:
         """The task of ``run_id``: one of this process, or a served run of the store (started by an
@@ -182,7 +222,9 @@ class TeamRunner:
                         str(mark.get("context_id") or run_id), str(mark.get("message_id") or ""))
         stops = [e for e in starts if e.kind == RUN_STOPPED]
         served.outcome, served.detail = _outcome(stops[-1].data.get("reason", "") if stops else "error: interrupted")
+        served.since = (stops or [first])[-1].ts
         self.served[run_id] = served
+        self._settle(served)
         if served.outcome == WAITING:
             served.watcher = asyncio.ensure_future(self._watch(served))
         return served
@@ -216,6 +258,7 @@ class TeamRunner:
             if served.team is team:
                 served.team = None  # (a settled task keeps no team: a long-lived server holds many tasks)
             served.changed.set()
+            self._settle(served)
 
     async def _watch(self, served: Served) -> None:
         """A paused run: resume it once nothing is pending (answered here or in another process)."""
@@ -254,6 +297,7 @@ class TeamRunner:
             raise UsageError(f"task {served.run_id} is {served.outcome} already: nothing to cancel")
         served.outcome, served.detail = CANCELLED, why
         served.changed.set()
+        self._settle(served)
 
     async def settled(self, served: Served) -> None:
         """Wait until the run finishes, fails, is cancelled or pauses for an approval."""
@@ -285,6 +329,11 @@ def _poke(served: Served) -> None:
         served.changed.set()
 
 
+def _message_key(client: str, message_id: str, idea: str, context_id: str) -> str:
+    """What a repeated message is known by: who sent it, its id, and what it asks."""
+    return hashlib.sha256(json.dumps([client, message_id, idea, context_id]).encode()).hexdigest()
+
+
 def _outcome(reason: str) -> tuple[str, str]:
     """A run's outcome from its last stop's reason."""
     if reason in ("n_round", "idle"):
@@ -296,5 +345,6 @@ def _outcome(reason: str) -> tuple[str, str]:
     return FAILED, reason
 
 
-__all__ = ["CANCELLED", "FAILED", "FINISHED", "MAX_ROUNDS", "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
+__all__ = ["CANCELLED", "FAILED", "FINISHED", "KEEP_SETTLED", "MAX_IDEA", "MAX_ROUNDS",
+           "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
            "Served", "TeamRunner", "bind", "copy_team", "is_team", "team_factory"]
