@@ -301,7 +301,13 @@ async def test_remote_agent_streams_instead_of_polling_and_cancels_the_remote_ta
                 more = part.get("more_body", False)
             methods.append(json.loads(body).get("method", ""))
 
+            given = False
+
             async def again():
+                nonlocal given
+                if given:
+                    return await receive()
+                given = True
                 return {"type": "http.request", "body": body, "more_body": False}
 
             await app(scope, again, send_)
@@ -311,7 +317,11 @@ async def test_remote_agent_streams_instead_of_polling_and_cancels_the_remote_ta
     with served(counting) as url:
         model = A2AModel(url)
         call = asyncio.ensure_future(ask(model, "a slow poem"))
-        await asyncio.sleep(1.0)  # (the remote task works, held by the gate)
+        for _ in range(600):  # (until the remote task works, held by the gate)
+            if app.runner.served:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
