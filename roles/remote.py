@@ -143,9 +143,8 @@ class A2AModel(BaseLLM):
         structured: StructuredRequest | None = None, tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
         try:
-            async with asyncio.timeout(self.timeout):
-                answer = await self._ask(messages)
-        except TimeoutError as exc:
+            answer = await asyncio.wait_for(self._ask(messages), self.timeout)
+        except asyncio.TimeoutError as exc:
             raise LLMTimeoutError(f"the A2A agent at {self.url} did not answer within {self.timeout:g} s") from exc
         if len(answer) > self.max_answer:
             raise LLMResponseError(f"the A2A agent at {self.url} answered {len(answer):,} characters; at most "
