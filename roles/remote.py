@@ -6,8 +6,11 @@
     team.hire([Planner(), RemoteAgent(url="http://127.0.0.1:8766", name="Writers", watch=[WritePlan])])
 
 :class:`RemoteAgent` forwards what it watches (the text of the messages that woke it) to the agent at
-``url`` as one A2A message, waits for the task to finish, and publishes the answer — the task's
-artifacts' text, else its last agent message — as its own message. Needs the ``serve`` extra.
+``url`` as one A2A message, follows the task's stream until it finishes (an agent that does not
+stream is asked about it with GetTask), and publishes the answer — the task's artifacts' text, else
+its last agent message — as its own message. Needs the ``serve`` extra. ``timeout`` bounds the whole
+call and ``max_answer`` the answer; a call cancelled (the run, or the deadline) cancels the remote
+task; the ``token`` goes only to ``url``'s origin, never to another host the card names.
 
 The call goes through the model seam (:class:`A2AModel` is the role's "model"), so it is in the run
 log like a model call: a resumed run answers it from the log, a rerun (``reuse=``) reuses it, and its

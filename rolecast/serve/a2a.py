@@ -12,11 +12,16 @@ reads the run store and a task outlives the server process.
   paused on an approval (``input-required``); ``configuration.returnImmediately`` returns it at once.
   A message with a ``taskId`` answers that task's pending approval: the text ``approve``,
   ``reject: WHY`` or ``edit {"arg": …}`` (or a data part ``{"verdict", "reason", "arguments",
-  "approval_id"}``); the run then resumes. The same ``messageId`` again meets the task it started.
+  "approval_id"}``); the run then resumes. The same message again (its ``messageId`` and idea, from
+  the same client: address and credential) meets the task it started; another client's is its own.
+  A message needs its ``messageId``; parts other than text (and data) are -32005; a message to a
+  finished task is -32004 (UnsupportedOperation), as is subscribing to one.
 * ``SendStreamingMessage`` does the same and streams: the task, a status update (``working``) per
   message the team publishes (its text; ``metadata``: sender, action, round), then the final
   messages as artifacts, then the final status. ``SubscribeToTask`` follows a task from now on.
-* ``GetTask``; ``CancelTask`` stops the run (its log says ``cancelled: WHY``, ``metadata.reason``).
+* ``GetTask``; ``ListTasks`` (this process's tasks, newest first; ``contextId``/``status`` filter);
+  ``CancelTask`` stops the run (its log says ``cancelled: WHY``, ``metadata.reason``). A status's
+  timestamp is when the task last changed.
 """
 
 from __future__ import annotations
