@@ -12,24 +12,32 @@ reads the run store and a task outlives the server process.
   paused on an approval (``input-required``); ``configuration.returnImmediately`` returns it at once.
   A message with a ``taskId`` answers that task's pending approval: the text ``approve``,
   ``reject: WHY`` or ``edit {"arg": …}`` (or a data part ``{"verdict", "reason", "arguments",
-  "approval_id"}``); the run then resumes. The same ``messageId`` again meets the task it started.
+  "approval_id"}``); the run then resumes. The same message again (its ``messageId`` and idea, from
+  the same client: address and credential) meets the task it started; another client's is its own.
+  A message needs its ``messageId``; parts other than text (and data) are -32005; a message to a
+  finished task is -32004 (UnsupportedOperation), as is subscribing to one.
 * ``SendStreamingMessage`` does the same and streams: the task, a status update (``working``) per
   message the team publishes (its text; ``metadata``: sender, action, round), then the final
   messages as artifacts, then the final status. ``SubscribeToTask`` follows a task from now on.
-* ``GetTask``; ``CancelTask`` stops the run (its log says ``cancelled: WHY``, ``metadata.reason``).
+* ``GetTask``; ``ListTasks`` (this process's tasks, newest first; ``contextId``/``status`` filter);
+  ``CancelTask`` stops the run (its log says ``cancelled: WHY``, ``metadata.reason``). A status's
+  timestamp is when the task last changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -37,18 +45,22 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
+from starlette.requests import Request
 
 from .. import __version__
 from ..errors import RolecastError
 from ..runs import MESSAGE, RunEvent
 from ..runs.approvals import pending_approvals
-from .runner import CANCELLED, FAILED, FINISHED, SETTLED, WAITING, Served, TeamRunner
+from .runner import CANCELLED, FAILED, FINISHED, MAX_IDEA, SETTLED, WAITING, Served, TeamRunner
 
-#: the longest idea (characters) a message may carry
-MAX_IDEA = 100_000
+#: the media types of the parts a message may carry (text; data parts answer approvals)
+ACCEPTED_MEDIA = ("", "text/plain", "application/json")
+#: the most tasks one ListTasks page holds
+MAX_PAGE = 100
 #: how long a stream waits for news before it looks at the store anyway (seconds)
 STREAM_POLL = 0.25
 
+_OVER = (FINISHED, FAILED, CANCELLED)
 _STATES = {FINISHED: pb.TASK_STATE_COMPLETED, FAILED: pb.TASK_STATE_FAILED, CANCELLED: pb.TASK_STATE_CANCELED,
            WAITING: pb.TASK_STATE_INPUT_REQUIRED}
 
@@ -64,7 +76,8 @@ def agent_card(runner: TeamRunner, url: str, *, name: str, token: bool) -> pb.Ag
         capabilities=pb.AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
         skills=[pb.AgentSkill(id=role, name=f"{role} ({profile})" if profile else role,
-                              description=goal or profile or role, tags=[t for t in (profile, "rolecast") if t])
+                              description=goal or profile or role, tags=[t for t in (profile, "rolecast") if t],
+                              input_modes=["text/plain"], output_modes=["text/plain"])
                 for role, profile, goal in runner.roles],
     )
     if token:
@@ -111,7 +124,7 @@ class TeamHandler(RequestHandler):
     def _status(self, served: Served) -> pb.TaskStatus:
         state = _STATES.get(served.outcome, pb.TASK_STATE_WORKING) if not served.running else pb.TASK_STATE_WORKING
         status = pb.TaskStatus(state=state)
-        status.timestamp.GetCurrentTime()
+        status.timestamp.FromNanoseconds(int(served.since * 1e9))  # (when it last changed, not now)
         note = self._note(served, state)
         if note is not None:
             status.message.CopyFrom(note)
@@ -165,12 +178,22 @@ class TeamHandler(RequestHandler):
         return served
 
     # -------------------------------------------------------------- sending
-    async def _accept(self, params: pb.SendMessageRequest) -> Served:
+    async def _accept(self, params: pb.SendMessageRequest, client: str = "") -> Served:
         """Start a run for a new message, or answer the task a message names."""
         message = params.message
+        if not message.message_id:
+            raise InvalidParamsError(message="a message needs its messageId")
+        for part in message.parts:
+            if part.media_type.split(";")[0].strip().lower() not in ACCEPTED_MEDIA or part.HasField("raw") \
+                    or part.HasField("url"):
+                raise ContentTypeNotSupportedError(
+                    message=f"this agent reads text parts (text/plain), not {part.media_type[:100] or 'files'!r}")
         text = "\n".join(p.text for p in message.parts if p.HasField("text")).strip()
         if message.task_id:
             served = self._find(message.task_id)
+            if served.outcome in _OVER and not served.running:
+                raise UnsupportedOperationError(message=f"task {served.run_id} is {served.outcome}: it takes "
+                                                        "no more messages (send a new one without its taskId)")
             verdict = _verdict(message, text)
             try:
                 self.runner.answer(served, verdict["verdict"], verdict.get("approval_id"),
@@ -189,15 +212,16 @@ class TeamHandler(RequestHandler):
         if isinstance(rounds, float) and rounds.is_integer():
             rounds = int(rounds)
         try:
-            return self.runner.start(text, rounds, message_id=message.message_id, context_id=message.context_id)
+            return self.runner.start(text, rounds, message_id=message.message_id, context_id=message.context_id,
+                                     client=client)
         except RolecastError as exc:
             raise InvalidParamsError(message=str(exc)) from exc
 
     async def on_message_send(self, params: pb.SendMessageRequest, context: ServerCallContext) -> pb.Task:
-        served = await self._accept(params)
+        history = _history_length(params.configuration)
+        served = await self._accept(params, _client(context))
         if not params.configuration.return_immediately:
             await self.runner.settled(served)
-        history = params.configuration.history_length if params.configuration.HasField("history_length") else None
         return self.task(served, history)
 
     async def on_message_send_stream(
@@ -207,9 +231,9 @@ class TeamHandler(RequestHandler):
         if params.message.task_id:  # an answer: follow the run from where it paused
             served = self._find(params.message.task_id)
             after = max((e.seq for e in self._messages(served)), default=0)
-            await self._accept(params)
+            await self._accept(params, _client(context))
         else:
-            served = await self._accept(params)
+            served = await self._accept(params, _client(context))
         yield self.task(served, 0)
         async for event in self._follow(served, after):
             yield event
@@ -218,6 +242,8 @@ class TeamHandler(RequestHandler):
         self, params: pb.SubscribeToTaskRequest, context: ServerCallContext,
     ) -> AsyncGenerator[Any]:
         served = self._find(params.id)
+        if served.outcome in _OVER and not served.running:
+            raise UnsupportedOperationError(message=f"task {served.run_id} is {served.outcome}: nothing to follow")
         yield self.task(served)
         async for event in self._follow(served, max((e.seq for e in self._messages(served)), default=0)):
             yield event
@@ -249,8 +275,8 @@ class TeamHandler(RequestHandler):
 
     # ------------------------------------------------------------ the rest
     async def on_get_task(self, params: pb.GetTaskRequest, context: ServerCallContext) -> pb.Task:
-        served = self._find(params.id)
-        return self.task(served, params.history_length if params.HasField("history_length") else None)
+        history = _history_length(params)
+        return self.task(self._find(params.id), history)
 
     async def on_cancel_task(self, params: pb.CancelTaskRequest, context: ServerCallContext) -> pb.Task:
         served = self._find(params.id)
@@ -261,7 +287,31 @@ class TeamHandler(RequestHandler):
         return self.task(served)
 
     async def on_list_tasks(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
-        raise UnsupportedOperationError(message="tasks/list is not served: rolecast runs list shows the runs")
+        """This server's tasks (of this process: the ones it started or was asked about), newest first;
+        ``contextId`` and ``status`` filter, ``pageSize``/``pageToken`` page (the token: an offset)."""
+        history = _history_length(params)
+        size = params.page_size if params.HasField("page_size") else 50
+        if not 1 <= size <= MAX_PAGE:
+            raise InvalidParamsError(message=f"pageSize is from 1 to {MAX_PAGE}, not {size}")
+        token = params.page_token or "0"
+        if not token.isdigit() or len(token) > 12:
+            raise InvalidParamsError(message=f"pageToken {token[:40]!r} is not one this server gave")
+        start = int(token)
+        tasks = [self.task(s, history if history is not None else 0) for s in
+                 sorted(self.runner.served.values(), key=lambda s: s.started, reverse=True)
+                 if not params.context_id or s.context_id == params.context_id]
+        if params.status:
+            tasks = [t for t in tasks if t.status.state == params.status]
+        if params.HasField("status_timestamp_after"):
+            after = params.status_timestamp_after.ToNanoseconds()
+            tasks = [t for t in tasks if t.status.timestamp.ToNanoseconds() > after]
+        page = tasks[start:start + size]
+        if not params.include_artifacts:
+            for task in page:
+                del task.artifacts[:]
+        following = start + size if start + size < len(tasks) else None
+        return pb.ListTasksResponse(tasks=page, next_page_token=str(following) if following is not None else "",
+                                    page_size=len(page), total_size=len(tasks))
 
     async def on_create_task_push_notification_config(self, params: Any, context: ServerCallContext) -> Any:
         raise PushNotificationNotSupportedError()
@@ -277,6 +327,31 @@ class TeamHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params: Any, context: ServerCallContext) -> pb.AgentCard:
         raise UnsupportedOperationError(message="this agent has no extended card")
+
+
+class ClientContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's call context, and who sent the request (``state["client"]``: its address and a digest
+    of its credential), by which a repeated ``messageId`` is told from another client's."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        peer = request.client.host if request.client is not None else ""
+        secret = request.headers.get("authorization", "")
+        context.state["client"] = f"{peer} {hashlib.sha256(secret.encode()).hexdigest()[:16]}"
+        return context
+
+
+def _client(context: ServerCallContext | None) -> str:
+    return str(context.state.get("client", "")) if context is not None else ""
+
+
+def _history_length(params: Any) -> int | None:
+    """A request's ``historyLength`` (None: all of it); a negative one is refused."""
+    if not params.HasField("history_length"):
+        return None
+    if params.history_length < 0:
+        raise InvalidParamsError(message=f"historyLength is 0 or more, not {params.history_length}")
+    return int(params.history_length)
 
 
 def _verdict(message: pb.Message, text: str) -> dict[str, Any]:
@@ -303,4 +378,4 @@ def _verdict(message: pb.Message, text: str) -> dict[str, Any]:
                                      "'edit {\"arg\": ...}' (or a data part with a verdict)")
 
 
-__all__ = ["MAX_IDEA", "TeamHandler", "agent_card"]
+__all__ = ["MAX_IDEA", "ClientContextBuilder", "TeamHandler", "agent_card"]

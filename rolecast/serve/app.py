@@ -13,6 +13,8 @@ API of :mod:`.http`, and with ``studio=True`` the studio's pages at ``/``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -22,7 +24,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from ..errors import ConfigError
@@ -30,7 +32,7 @@ from ..runs import RunStore, open_store
 from ..studio.app import Studio
 from ..studio.app import create_app as studio_app
 from ..studio.source import RunSource
-from .a2a import TeamHandler, agent_card
+from .a2a import ClientContextBuilder, TeamHandler, agent_card
 from .http import CARD_PATH, ServeAPI, ServeGuard
 from .runner import TeamRunner, team_factory
 
@@ -70,11 +72,17 @@ def create_app(
     async def card(request: Request) -> Response:
         # (where this app is mounted: its root_path; Starlette's base_url is the outermost app's)
         url = f"{request.url.scheme}://{request.url.netloc}{request.scope.get('root_path', '')}{RPC_PATH}"
-        return JSONResponse(agent_card_to_dict(agent_card(runner, url, name=title, token=token is not None)))
+        body = json.dumps(agent_card_to_dict(agent_card(runner, url, name=title, token=token is not None)))
+        etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
+        headers = {"cache-control": "public, max-age=300", "etag": etag}
+        if etag in (t.strip() for t in request.headers.get("if-none-match", "").split(",")):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
 
     routes: list[Any] = [
         Route(CARD_PATH, card, methods=["GET"]),
-        *create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True),  # (clients of A2A 0.3 too)
+        # (clients of A2A 0.3 too; the context says who sent a message: see ClientContextBuilder)
+        *create_jsonrpc_routes(handler, RPC_PATH, context_builder=ClientContextBuilder(), enable_v0_3_compat=True),
         Route("/api/runs", api.start, methods=["POST"]),
         Route("/api/runs", pages.api_runs, methods=["GET"]),
         Route("/api/runs/{run_id}", pages.api_run, methods=["GET"]),

@@ -14,8 +14,11 @@ Routes (JSON in and out; the shapes are the studio's, from the studio's own code
 :class:`ServeGuard` checks every request first: the ``Host`` (a loopback server answers only to
 loopback names: no DNS rebinding), the access token when there is one (``Authorization: Bearer``;
 the agent card at ``/.well-known/agent-card.json`` is public, as A2A clients fetch it first), a
-body of at most :data:`MAX_BODY` bytes, and a POST with a JSON body (a page on another site cannot
-send one without the browser asking first, CORS).
+body of at most :data:`MAX_BODY` bytes (one sent in chunks with no length is refused 413 once it
+passes them), and a POST with a JSON body (a page on another site cannot send one without the
+browser asking first, CORS) — but for the studio's own pages (``--studio``), whose forms its guard
+checks (CSRF token, origin). An A2A request nested deeper than :data:`MAX_NESTING` is refused
+(-32600) before the SDK parses it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..errors import BodyTooLarge, RolecastError, UsageError
+from ..errors import RolecastError, UsageError
+from ..llm.openai.wire import _nests_deeper
 from ..studio.app import Studio, whole
 from ..studio.guard import TOKEN_COOKIE, ASGIApp, Receive, Scope, Send, _bearer, _cookie, _hostname, _same
 from ..studio.source import PAGE_SIZE
@@ -36,6 +40,8 @@ from .runner import SETTLED, TeamRunner
 
 #: the largest request body (bytes): a bigger one is refused before it is read whole
 MAX_BODY = 1 << 20
+#: how deep an A2A request's lists and objects may nest (deeper: -32600, never a RecursionError)
+MAX_NESTING = 64
 #: the agent card's path (public: clients read it before they know how to authenticate)
 CARD_PATH = "/.well-known/agent-card.json"
 #: how often a stream of events looks for new ones when nothing woke it (seconds)
@@ -76,19 +82,32 @@ class ServeGuard:
                 response.headers["www-authenticate"] = "Bearer"
                 await response(scope, receive, send)
                 return
+        if path == self.rpc_path + "/":  # (``POST /a2a/``: the endpoint itself, not a redirect to it)
+            scope = {**scope, "path": str(scope["path"])[:-1], "raw_path": None}
+            path = self.rpc_path
         if scope["method"] not in ("GET", "HEAD"):
+            if self.studio and path != self.rpc_path and not path.startswith("/api/"):
+                await self.app(scope, receive, send)  # (the studio's forms: its own guard checks CSRF and size)
+                return
             problem = _body_problem(headers)
+            if problem is None:
+                body, receive = await _read_body(receive)
+                if body is None:
+                    problem = 413, f"Payload too large: the body passed {MAX_BODY} bytes"
+                elif path == self.rpc_path and _nests_deeper(body, MAX_NESTING):
+                    problem = 400, f"the request nests deeper than {MAX_NESTING} levels"
             if problem is not None:
                 status, text = problem
                 await self._refuse(scope, receive, send, status, text)
                 return
-            receive = _limited(receive)
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
         """A JSON-RPC error on the A2A endpoint (what its clients read), a JSON error elsewhere."""
         if _route_path(scope) == self.rpc_path:
-            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": text}},
+            # (a body that is not JSON: ContentTypeNotSupported, as the A2A TCK expects; else InvalidRequest)
+            code = -32005 if status == 415 else -32600
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}},
                                status_code=status)(scope, receive, send)
         else:
             await _error(status, "UsageError", text)(scope, receive, send)
@@ -110,20 +129,31 @@ def _body_problem(headers: dict[str, str]) -> tuple[int, str] | None:
     return None
 
 
-def _limited(receive: Receive) -> Receive:
-    """``receive`` that stops a body (sent in chunks, with no length given) at MAX_BODY bytes."""
-    seen = 0
-
-    async def limited() -> Any:
-        nonlocal seen
+async def _read_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None once it passes :data:`MAX_BODY`: sent in chunks with no length,
+    it is not read further) and a ``receive`` that hands it to the app again."""
+    chunks, size = [], 0
+    while True:
         message = await receive()
-        if message.get("type") == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > MAX_BODY:
-                raise BodyTooLarge(f"the body passed {MAX_BODY} bytes")
-        return message
+        if message.get("type") != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None, receive
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    body, given = b"".join(chunks), False
 
-    return limited
+    async def again() -> Any:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, again
 
 
 class ServeAPI:
@@ -137,8 +167,6 @@ class ServeAPI:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, "UsageError", f"the body is not JSON: {exc}")
-        except BodyTooLarge as exc:
-            return _error(413, "UsageError", f"Payload too large: {exc}")
         if not isinstance(body, dict):
             return _error(400, "UsageError", 'the body is a JSON object: {"idea": "...", "rounds": 3}')
         unknown = sorted(set(body) - {"idea", "rounds"})
@@ -154,9 +182,9 @@ class ServeAPI:
     async def stream(self, request: Request) -> Response:
         """The run's events as server-sent events, from ``after`` (or ``Last-Event-ID``) on, until it settles."""
         run_id = request.path_params["run_id"]
-        named = "Last-Event-ID" if request.headers.get("last-event-id") else "after"
-        try:  # as the studio reads it: below 0 is 0, past what SQLite compares a 400 (not an OverflowError)
-            after = whole(request.headers.get("last-event-id") or request.query_params.get("after"), named)
+        try:  # (as the studio reads it: from 0 to SQLite's largest integer, else 400)
+            after = whole(request.headers.get("last-event-id") or request.query_params.get("after"),
+                          "Last-Event-ID" if request.headers.get("last-event-id") else "after")
         except UsageError as exc:
             return _error(400, "UsageError", str(exc))
         source = self.studio.source
@@ -205,8 +233,6 @@ class ServeAPI:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, "UsageError", f"the body is not JSON: {exc}")
-        except BodyTooLarge as exc:
-            return _error(413, "UsageError", f"Payload too large: {exc}")
         if not isinstance(body, dict) or not isinstance(body.get("verdict"), str):
             return _error(400, "UsageError", 'the body is {"verdict": "approve" | "reject" | "edit", '
                                              '"reason": "...", "arguments": {...}}')

@@ -22,6 +22,7 @@ import hashlib
 import json
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +40,13 @@ WATCH_POLL = 0.5
 TASK_PREFIX = "task-"
 #: the most rounds a client may ask for
 MAX_ROUNDS = 100
-#: the longest idea a client may send, in characters (a task's idea is kept while it runs, and in its run)
-MAX_IDEA_CHARS = 65_536
-#: settled tasks kept in this process (each is in the run store: one let go is found there again)
-KEEP_SETTLED = 256
+#: the longest idea (characters) a task may be given (over A2A or HTTP)
+MAX_IDEA = 100_000
+#: how many settled tasks (finished, failed, cancelled) stay in memory; older ones are read from the
+#: store again when asked about (their idea and messages are durable there)
+KEEP_SETTLED = 64
+#: how many message ids are remembered for meeting a repeated message with its task
+KEEP_MESSAGES = 100_000
 
 # a served run's outcome (the A2A task states map from these: see .a2a)
 WORKING, WAITING, FINISHED, FAILED, CANCELLED = "working", "waiting", "finished", "failed", "cancelled"
@@ -66,6 +70,13 @@ class Served:
     #: set whenever the run logs something or settles (streams wait on it)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.time)
+    #: when ``outcome`` last changed (the A2A status's timestamp)
+    since: float = field(default_factory=time.time)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "outcome" and getattr(self, "outcome", value) != value:
+            object.__setattr__(self, "since", time.time())
+        object.__setattr__(self, name, value)
 
     @property
     def running(self) -> bool:
@@ -137,7 +148,8 @@ class TeamRunner:
         self.rounds = rounds
         self.max_running = max_running
         self.served: dict[str, Served] = {}
-        self._by_message: dict[str, str] = {}
+        self._by_message: OrderedDict[str, str] = OrderedDict()
+        self._settled: OrderedDict[str, None] = OrderedDict()
         sample = bind(factory(), store, new_run_id())  # (the card's roles; a factory that fails, fails here)
         self.team_name = type(sample).__name__
         self.description = sample.env.desc or ""
@@ -152,31 +164,45 @@ class TeamRunner:
             raise UsageError(f"rounds is a whole number from 1 to {MAX_ROUNDS}, not {rounds!r:.40}")
         return rounds
 
-    def start(self, idea: str, rounds: Any = None, *, message_id: str = "", context_id: str = "") -> Served:
-        """A new run of ``idea`` (or, for a ``message_id`` seen before, the run it started: a client that
-        sends the same message again after a crash meets its task, not a second run)."""
+    def start(self, idea: str, rounds: Any = None, *, message_id: str = "", context_id: str = "",
+              client: str = "") -> Served:
+        """A new run of ``idea`` (or, for a message seen before — the same ``message_id`` and idea from the
+        same ``client`` — the run it started: a client that sends its message again after a crash meets
+        its task, not a second run; another client's message with that id is a task of its own)."""
         if not isinstance(idea, str) or not idea.strip():
             raise UsageError("the idea is text with something in it")
-        if len(idea) > MAX_IDEA_CHARS:
-            raise UsageError(f"the idea is {len(idea):,} characters; a task takes at most {MAX_IDEA_CHARS:,}")
+        if len(idea) > MAX_IDEA:
+            raise UsageError(f"the idea is {len(idea):,} characters; at most {MAX_IDEA:,}")
+        key = _message_key(client, message_id, idea, context_id) if message_id else ""
+        if key in self._by_message:
+            seen = self.find(self._by_message[key])
+            if seen is not None:
+                return seen
         n_round = self.check_rounds(rounds)
-        # the same message sent again (a client retrying after a crash) meets its task; the same messageId
-        # with other content (another client's message, or another message) is not that task
-        sent = _message_key(message_id, idea, n_round, context_id) if message_id else ""
-        known = self._by_message.get(sent) if sent else None
-        if known is not None:
-            found = self.served.get(known) or self.find(known)
-            if found is not None:
-                return found
         if sum(s.running for s in self.served.values()) >= self.max_running:
             raise UsageError(f"this server runs {self.max_running} tasks already: try again later")
         run_id = TASK_PREFIX + new_run_id()
         served = Served(run_id, idea, n_round, context_id or run_id, message_id)
         self.served[run_id] = served
-        if sent:
-            self._by_message[sent] = run_id
+        if key:
+            self._by_message[key] = run_id
+            while len(self._by_message) > KEEP_MESSAGES:
+                self._by_message.popitem(last=False)
         self._launch(served, idea)
         return served
+
+    def _settle(self, served: Served) -> None:
+        """``served`` is over: keep it among the last :data:`KEEP_SETTLED`, forget the oldest (its run
+        is in the store: :meth:`find` reads it again; streams that hold it keep it until they end)."""
+        if served.outcome not in (FINISHED, FAILED, CANCELLED):
+            return
+        self._settled[served.run_id] = None
+        self._settled.move_to_end(served.run_id)
+        while len(self._settled) > KEEP_SETTLED:
+            old, _ = self._settled.popitem(last=False)
+            gone = self.served.get(old)
+            if gone is not None and not gone.running and gone.outcome in (FINISHED, FAILED, CANCELLED):
+                del self.served[old]
 
     def find(self, run_id: str) -> Served | None:
         """The task of ``run_id``: one of this process, or a served run of the store (started by an
@@ -197,7 +223,9 @@ class TeamRunner:
                         str(mark.get("context_id") or run_id), str(mark.get("message_id") or ""))
         stops = [e for e in starts if e.kind == RUN_STOPPED]
         served.outcome, served.detail = _outcome(stops[-1].data.get("reason", "") if stops else "error: interrupted")
+        served.since = (stops or [first])[-1].ts
         self.served[run_id] = served
+        self._settle(served)
         if served.outcome == WAITING:
             served.watcher = asyncio.ensure_future(self._watch(served))
         return served
@@ -231,18 +259,7 @@ class TeamRunner:
             if served.team is team:
                 served.team = None  # (a settled task keeps no team: a long-lived server holds many tasks)
             served.changed.set()
-            self._let_go_settled()
-
-    def _let_go_settled(self) -> None:
-        """Keep the newest :data:`KEEP_SETTLED` settled tasks in memory; the others (their ideas, answers)
-        are let go — :meth:`find` reads one from the run store when it is asked for again."""
-        settled = [run_id for run_id, s in self.served.items()
-                   if s.outcome in (FINISHED, FAILED, CANCELLED) and s.team is None and s.watcher is None]
-        for run_id in settled[: max(0, len(settled) - KEEP_SETTLED)]:
-            del self.served[run_id]
-        if len(self._by_message) > 4 * KEEP_SETTLED + self.max_running:
-            kept = set(self.served)
-            self._by_message = {k: v for k, v in self._by_message.items() if v in kept}
+            self._settle(served)
 
     async def _watch(self, served: Served) -> None:
         """A paused run: resume it once nothing is pending (answered here or in another process)."""
@@ -281,6 +298,7 @@ class TeamRunner:
             raise UsageError(f"task {served.run_id} is {served.outcome} already: nothing to cancel")
         served.outcome, served.detail = CANCELLED, why
         served.changed.set()
+        self._settle(served)
 
     async def settled(self, served: Served) -> None:
         """Wait until the run finishes, fails, is cancelled or pauses for an approval."""
@@ -304,18 +322,17 @@ class TeamRunner:
             await asyncio.wait([s.task for s in running if s.task is not None])
 
 
-def _message_key(message_id: str, idea: str, rounds: int, context_id: str) -> str:
-    """What makes a message the same message: its id and its content."""
-    text = json.dumps([message_id, idea, rounds, context_id], ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _poke(served: Served) -> None:
     """Wake the streams of ``served`` after this turn of the event loop (the event is written then)."""
     try:
         asyncio.get_running_loop().call_soon(served.changed.set)
     except RuntimeError:
         served.changed.set()
+
+
+def _message_key(client: str, message_id: str, idea: str, context_id: str) -> str:
+    """What a repeated message is known by: who sent it, its id, and what it asks."""
+    return hashlib.sha256(json.dumps([client, message_id, idea, context_id]).encode()).hexdigest()
 
 
 def _outcome(reason: str) -> tuple[str, str]:
@@ -329,5 +346,6 @@ def _outcome(reason: str) -> tuple[str, str]:
     return FAILED, reason
 
 
-__all__ = ["CANCELLED", "FAILED", "FINISHED", "MAX_ROUNDS", "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
+__all__ = ["CANCELLED", "FAILED", "FINISHED", "KEEP_SETTLED", "MAX_IDEA", "MAX_ROUNDS",
+           "TASK_PREFIX", "WAITING", "WATCH_POLL", "WORKING",
            "Served", "TeamRunner", "bind", "copy_team", "is_team", "team_factory"]
