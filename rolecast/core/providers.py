@@ -11,6 +11,7 @@ A plain table, imported by :mod:`rolecast.core.config`: no provider code is load
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -110,8 +111,6 @@ _SDKS = {"anthropic": ("anthropic", "anthropic"), "gemini": ("google.genai", "ge
 def require_sdk(name: str) -> None:
     """A :class:`~rolecast.errors.ConfigError` naming the extra to install when provider ``name``'s SDK is
     not installed (``rolecast info`` and the model's construction both ask; nothing is imported)."""
-    import importlib.util
-
     sdk = _SDKS.get(canonical_provider(name))
     if sdk is None:
         return

@@ -20,6 +20,7 @@ import yaml
 
 from ..errors import EvalsetError
 from ..observe.printable import printable
+from .cases_file import file_cases
 
 #: the keys of the evalset and of a case
 EVALSET_KEYS = ("name", "team", "repeat", "threshold", "n_round", "investment", "description", "cases",
@@ -312,8 +313,6 @@ def parse_evalset(raw: Any, path: Path | None = None) -> Evalset:
         raise EvalsetError(f"{where} cases is a non-empty list")
     folder = path.parent if path is not None else None
     if "cases_file" in raw:
-        from .cases_file import file_cases
-
         cases_raw = [*cases_raw, *file_cases(f"{where} cases_file", raw["cases_file"], folder or Path.cwd(),
                                              defaults["n_round"])]
     cases = [_parse_case(f"{where} case {i + 1}", c, defaults, folder) for i, c in enumerate(cases_raw)]

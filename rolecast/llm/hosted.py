@@ -18,9 +18,12 @@ answer is bounded as the OpenAI provider's is (at most ``MAX_BODY_BYTES``, JSON 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from loguru import logger
 
@@ -48,10 +51,6 @@ def bounded_http_client(default_client: type, proxy: str | None, timeout: float,
     """An SDK's async HTTP client (``default_client``: its ``DefaultAsyncHttpxClient`` or the library's
     ``AsyncClient``) whose answers are bounded (:class:`_BoundedStream`), sending through ``proxy``,
     else through the environment's proxy for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``) as the SDK would."""
-    import importlib
-    import urllib.request
-    from urllib.parse import urlsplit
-
     lib = importlib.import_module(next(c for c in default_client.__mro__ if c.__name__ == "AsyncClient").__module__
                                   .partition(".")[0])
     if proxy is None and url:
