@@ -69,3 +69,8 @@ class _CurrentStderr:
 
     def isatty(self) -> bool:
         return sys.stderr is not None and sys.stderr.isatty()
+
+
+from .packages import install as _install_aliases  # noqa: E402
+
+_install_aliases()  # rolecast.actions, rolecast.roles, rolecast.environment, rolecast.memory

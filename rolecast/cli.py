@@ -34,10 +34,12 @@ from .eval import command as eval_command
 from .llm import local_model_available, resolve_provider
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.local.window import trained_context
 from .llm.ollama.provider import openai_url
 from .llm.openai.presets import preset_url
 from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .llm.registry import provider_factory
+from .llm.window import DEFAULT_CONTEXT_WINDOW, known_window
 from .observe.printable import printable
 from .runs import commands as runs_commands
 
@@ -110,6 +112,21 @@ def _shown(name: str, value: Any) -> Any:
     return value
 
 
+def _default_window(provider: str, cfg: Any) -> str:
+    """The context window a run would use when none is configured, and where it comes from."""
+    if provider == "local":
+        configured = getattr(cfg, "model_path", None) or (cfg.model if (cfg.model or "").endswith(".gguf") else None)
+        n_ctx = int(getattr(cfg, "n_ctx", None) or DEFAULT_CONTEXT_WINDOW)
+        trained = trained_context(str(Path(configured or embedded_model_path()).expanduser()))
+        if trained and trained < n_ctx:
+            return f"{trained} (the model's trained context, under n_ctx {n_ctx})"
+        return f"{n_ctx} (n_ctx)"
+    known = known_window(cfg.model or (OPENAI_DEFAULT_MODEL if provider == "openai" else ""))
+    if known:
+        return f"{known} (known for this model)"
+    return f"{DEFAULT_CONTEXT_WINDOW} (rolecast's default for a model it does not know)"
+
+
 def _info() -> int:
     config = Config.from_env()
     cfg = config.llm
@@ -121,6 +138,9 @@ def _info() -> int:
     _model_rows(provider, cfg)
     for name, value in cfg:
         if name in ("provider", "model", "settings", "model_path", "base_url"):
+            continue
+        if name == "context_window" and value is None:
+            _row(name, _default_window(provider, cfg))
             continue
         _row(name, "(provider default)" if value is None else _shown(name, value))
     settings = cfg.settings.model_dump(exclude_none=True, exclude_defaults=True)
@@ -148,27 +168,46 @@ async def _choose(prompt: str, n: int) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rolecast", description="rolecast command line")
+#: commands whose output is the answer itself: rolecast's INFO logs stay off unless --verbose
+_QUIET_COMMANDS = ("info", "ask", "choose")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rolecast`` argument parser, every command on it (the docs' CLI reference is its help)."""
+    parser = argparse.ArgumentParser(
+        prog="rolecast",
+        description="rolecast: a MetaGPT-style multi-agent role framework. Check the model configuration, "
+                    "talk to the model, inspect and steer runs, serve and evaluate teams.",
+    )
     parser.add_argument("--version", action="version", version=f"rolecast {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="show which model a run would use")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub.add_parser("info", help="show which model a run would use", description="Which provider, model, "
+                   "server and context window a run would use, from the configuration; credentials shown as 'set'.")
     ask = sub.add_parser("ask", help="ask the configured model one question")
-    ask.add_argument("prompt")
+    ask.add_argument("prompt", help="the question; the answer streams to stdout")
     choose = sub.add_parser("choose", help="pick one of n states, as a role's _think does")
-    choose.add_argument("prompt")
-    choose.add_argument("n", type=int)
+    choose.add_argument("prompt", help="the state-selection prompt")
+    choose.add_argument("n", type=int, help="how many states there are (the answer is -1 … n-1)")
     runs_commands.add_parser(sub)
     eval_command.add_parser(sub)
     studio.add_arguments(sub.add_parser("studio", help="a local web page to watch, inspect, compare and steer runs"))
     serve.add_arguments(sub.add_parser("serve", help="serve a team over A2A and an HTTP API, each task a durable run"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``rolecast`` command line; the exit status (plain ``rolecast`` prints its help)."""
+    parser = build_parser()
     argv, command_line = runs_commands.split_command(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
     if command_line is not None:  # (rolecast runs rerun RUN -- CMD ARGS…)
         args.command_line = command_line
 
-    enable_logging("DEBUG" if args.verbose else "INFO")
+    if args.command is None:
+        parser.print_help()
+        return 0
+    enable_logging("DEBUG" if args.verbose else "WARNING" if args.command in _QUIET_COMMANDS else "INFO")
     try:
         if args.command == "info":
             return _info()
@@ -195,4 +234,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]

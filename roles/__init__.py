@@ -4,6 +4,9 @@ from typing import TYPE_CHECKING
 
 from rolecast import library_logging
 from rolecast.core.lazy import lazy_exports
+from rolecast.packages import own_package
+
+own_package("actions")  # another `actions` package earlier on sys.path: a ConfigError naming it
 
 from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
 from .role_context import MessageQueue, RoleContext, RoleReactMode

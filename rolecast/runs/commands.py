@@ -71,7 +71,7 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
 def add_parser(sub: Any) -> None:
     """The ``runs`` command and its subcommands, on ``rolecast``'s subparsers."""
     runs = sub.add_parser("runs", help="inspect, fork, answer and prune the runs in the run store")
-    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="SUBCOMMAND", title="subcommands")
     helps = {
         "list": "list the runs", "show": "a run's timeline", "graph": "the message flow of a run",
         "export": "a run's events as JSON lines", "fork": "a new run whose first rounds are another's",
@@ -87,12 +87,13 @@ def add_parser(sub: Any) -> None:
                          help="the run store: a SQLite file or a postgresql:// URL "
                               "(default: $ROLECAST_STORE or ./.rolecast/runs.db)")
         if name not in ("list", "prune"):
-            cmd.add_argument("run_id")
+            cmd.add_argument("run_id", metavar="RUN", help="the run's id (rolecast runs list shows them)")
         if name == "show":
             cmd.add_argument("--calls", action="store_true",
                              help="each model call's full request under it: every message, the settings")
         if name == "graph":
-            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+            cmd.add_argument("--format", choices=["mermaid", "dot"], default="mermaid",
+                             help="the graph's language (default: mermaid)")
         elif name == "fork":
             cmd.add_argument("--at", type=int, required=True, metavar="ROUND", help="the last round taken over")
             cmd.add_argument("--run-id", dest="new_run_id", help="the fork's run id (default: a fresh one)")
@@ -110,7 +111,7 @@ def add_parser(sub: Any) -> None:
         elif name == "approve":
             cmd.add_argument("approval_id", nargs="?", help="which approval (default: the only pending one)")
         elif name in ("reject", "edit"):
-            cmd.add_argument("approval_id")
+            cmd.add_argument("approval_id", help="which approval (rolecast runs approvals RUN lists them)")
             if name == "reject":
                 cmd.add_argument("--why", default="", help="the reason the agent is told")
             else:
