@@ -69,7 +69,9 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     """Finds ``rolecast.actions`` (and ``rolecast.actions.…``) as ``actions`` (…), for each of
     :data:`PACKAGES`."""
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         for name in PACKAGES:
             alias = f"rolecast.{name}"
             if fullname == alias or fullname.startswith(alias + "."):

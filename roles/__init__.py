@@ -8,8 +8,8 @@ from rolecast.packages import own_package
 
 own_package("actions")  # another `actions` package earlier on sys.path: a ConfigError naming it
 
-from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role
-from .role_context import MessageQueue, RoleContext, RoleReactMode
+from .role import CONSTRAINT_TEMPLATE, PREFIX_TEMPLATE, STATE_TEMPLATE, Role  # noqa: E402
+from .role_context import MessageQueue, RoleContext, RoleReactMode  # noqa: E402
 
 # ToolAgent brings the tool loops: loaded on first use (import stays light)
 _LAZY = {"ToolAgent": ".tool_agent", "RemoteAgent": ".remote"}

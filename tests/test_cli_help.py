@@ -88,16 +88,17 @@ def test_quiet_commands_enable_logging_at_warning(monkeypatch):
 
 
 def test_packages_have_rolecast_aliases():
-    import actions
-    import actions.structured
-    import environment
-    import memory
-    import roles
     import rolecast.actions
     import rolecast.actions.structured
     import rolecast.environment
     import rolecast.memory
     import rolecast.roles
+
+    import actions
+    import actions.structured
+    import environment
+    import memory
+    import roles
 
     assert rolecast.actions is actions and rolecast.actions.structured is actions.structured
     assert rolecast.roles is roles and rolecast.environment is environment and rolecast.memory is memory
