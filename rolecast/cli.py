@@ -35,10 +35,12 @@ from .eval import command as eval_command
 from .llm import local_model_available, resolve_provider
 from .llm.local.engine import engine_installed, info_rows
 from .llm.local.provider import EMBEDDED_MODEL_NAME, embedded_model_path
+from .llm.local.window import trained_context
 from .llm.ollama.provider import openai_url
 from .llm.openai.presets import preset_url
 from .llm.openai.provider import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
 from .llm.registry import provider_factory
+from .llm.window import DEFAULT_CONTEXT_WINDOW, known_window
 from .observe.printable import printable
 from .runs import commands as runs_commands
 from .tuning import command as optimize_command
@@ -112,6 +114,21 @@ def _shown(name: str, value: Any) -> Any:
     return redact_urls(value) if isinstance(value, str) else value  # a proxy's or server's password too
 
 
+def _default_window(provider: str, cfg: Any) -> str:
+    """The context window a run would use when none is configured, and where it comes from."""
+    if provider == "local":
+        configured = getattr(cfg, "model_path", None) or (cfg.model if (cfg.model or "").endswith(".gguf") else None)
+        n_ctx = int(getattr(cfg, "n_ctx", None) or DEFAULT_CONTEXT_WINDOW)
+        trained = trained_context(str(Path(configured or embedded_model_path()).expanduser()))
+        if trained and trained < n_ctx:
+            return f"{trained} (the model's trained context, under n_ctx {n_ctx})"
+        return f"{n_ctx} (n_ctx)"
+    known = known_window(cfg.model or (OPENAI_DEFAULT_MODEL if provider == "openai" else ""))
+    if known:
+        return f"{known} (known for this model)"
+    return f"{DEFAULT_CONTEXT_WINDOW} (rolecast's default for a model it does not know)"
+
+
 def _info() -> int:
     config = Config.from_env()
     cfg = config.llm
@@ -124,6 +141,9 @@ def _info() -> int:
     _model_rows(provider, cfg)
     for name, value in cfg:
         if name in ("provider", "model", "settings", "model_path", "base_url"):
+            continue
+        if name == "context_window" and value is None:
+            _row(name, _default_window(provider, cfg))
             continue
         _row(name, "(provider default)" if value is None else _shown(name, value))
     settings = cfg.settings.model_dump(exclude_none=True, exclude_defaults=True)

@@ -19,6 +19,9 @@ from rolecast.errors import UsageError
 
 
 class RoleReactMode(str, Enum):
+    """How a role's ``_think`` picks its next action: ``react`` (the model chooses a state by
+    number), ``by_order`` (the actions in turn) or ``plan_and_act`` (a plan first, then its tasks)."""
+
     REACT = "react"
     BY_ORDER = "by_order"
     PLAN_AND_ACT = "plan_and_act"

@@ -78,3 +78,19 @@ def test_info_prints_no_library_log_lines():
                          env={**__import__("os").environ, "ROLECAST_ALLOW_MODEL_REQUESTS": "0"})
     assert out.returncode == 0, out.stderr
     assert "| INFO" not in out.stdout + out.stderr
+
+
+def test_info_shows_the_resolved_context_window_not_provider_default():
+    out = subprocess.run([sys.executable, "-m", "rolecast.cli", "info"], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "ROLECAST_ALLOW_MODEL_REQUESTS": "0"})
+    window = next(line for line in out.stdout.splitlines() if line.startswith("context_window"))
+    assert "(provider default)" not in window and any(ch.isdigit() for ch in window), window
+
+
+def test_info_context_window_of_a_known_hosted_model(monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ROLECAST_MODEL", "gpt-4o")
+    monkeypatch.delenv("ROLECAST_PROVIDER", raising=False)
+    assert cli.main(["info"]) == 0
+    window = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("context_window"))
+    assert "128000" in window and "known for this model" in window
