@@ -26,3 +26,18 @@ async def test_fitting_the_same_history_each_turn_counts_only_the_new_messages()
     # only the new message was counted (and the note, which now says 41)
     assert sorted(counted) == ["[41 earlier messages left out to fit the context window]",
                                "message 40: and the buses run on time"]
+
+
+async def test_the_memo_never_shadows_a_providers_own_attributes():
+    # the embedded model's provider has a method named _counted: a memo stored under that name made every
+    # later count a "'tuple' object is not callable" (the long-run integration test caught it)
+    from rolecast.llm.window import counted_texts
+    from rolecast.testing import FunctionLLM
+
+    class Counting(FunctionLLM):
+        async def _counted(self, work):
+            return work
+
+    llm = Counting(lambda messages: "ok", context_window=512)
+    assert len(await counted_texts(llm, ["a b c", "d"])) == 2
+    assert callable(llm._counted) and (await llm._counted(7)) == 7

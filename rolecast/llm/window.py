@@ -279,9 +279,9 @@ async def counted_texts(llm: ContextWindow, texts: Sequence[str]) -> list[int]:
     every turn, and only the messages new since the last fitting are counted (by the tokenizer, on a
     local model). The memo holds at most :data:`COUNT_CACHE` texts (emptied when full)."""
     d = llm.__dict__
-    memo = d.get("_counted")
+    memo = d.get("_token_count_memo")  # (not "_counted": LocalLLM has a method of that name)
     if memo is None or memo[0] != llm.model:
-        memo = d["_counted"] = (llm.model, {})
+        memo = d["_token_count_memo"] = (llm.model, {})
     known: dict[str, int] = memo[1]
     new = [t for t in dict.fromkeys(texts) if t not in known]
     if new:
