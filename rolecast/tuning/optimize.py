@@ -47,6 +47,9 @@ from ..eval.results import EvalResult, wilson
 from ..eval.runner import TeamSource, run_eval
 from ..runs import LLM_CALL, open_store
 from ..runs.base import RunStore
+from ..runs.binding import RunBinding, bind_next_team
+from ..runs.in_memory import MemoryRunStore
+from ..runs.log import new_run_id
 from ..runs.requests import requests_of
 from .surface import Demo, KeyTuning, Tuning, digest, surface, tuning_active
 
@@ -316,7 +319,9 @@ def _surface_of(evalset: Evalset) -> dict[str, str]:
     """The tunable keys of the evalset's team (built once, run never)."""
     source = TeamSource(evalset)
     target = getattr(source.module, source.attribute)
-    team = target() if callable(target) and not hasattr(target, "run_id") else target
+    # built on a store in memory: reading the surface writes no run, and waits on no store's lock
+    with bind_next_team(RunBinding(new_run_id(), MemoryRunStore())):
+        team = target() if callable(target) and not hasattr(target, "run_id") else target
     try:
         return surface(team)
     finally:
