@@ -1,7 +1,7 @@
 """Run the examples and write the README's table of what they do: the table cannot drift.
 
     python bench/examples_table.py                     # run every example, print the table
-    python bench/examples_table.py --write             # ... and put it in README.md
+    python bench/examples_table.py --write             # ... and put it in docs/guides/embedded-model.md
     python bench/examples_table.py --only debate.py    # one example (repeat --only for more)
     python bench/examples_table.py --scripted          # on the canned models (checks this script)
 
@@ -179,7 +179,7 @@ def write(readme: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="replace the table in the README")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--readme", type=Path, default=ROOT / "docs" / "guides" / "embedded-model.md")
     parser.add_argument("--only", action="append", default=[], help="run only this example (repeatable)")
     parser.add_argument("--scripted", action="store_true", help="run on the canned models (checks the script)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per example")

@@ -174,8 +174,9 @@ def test_the_examples_table_counts_the_calls_of_an_example_that_runs_no_team(tmp
 
 
 def test_the_readme_installs_extras_from_the_clone() -> None:
-    """rolecast is not on PyPI: `pip install "rolecast[studio]"` fails in a fresh venv."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """rolecast is not on PyPI: `pip install "rolecast[studio]"` fails in a fresh venv (the README and the
+    docs pages it leads to)."""
+    readme = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
     import re
 
     assert re.findall(r'pip install "rolecast\[', readme) == []
