@@ -31,13 +31,14 @@ from rolecast.errors import UsageError
 
 from .role import Role
 
-_WRITE_CODE, _DEBUG, _RUN = any_to_str(WriteCode), any_to_str(DebugError), any_to_str(RunCode)
-_REQUIREMENT = any_to_str(UserRequirement)
+_WRITE_CODE, _DEBUG = any_to_str(WriteCode), any_to_str(DebugError)
 
 
-def _requirement(messages: Sequence[Message]) -> str:
-    """The user's requirement: the first message caused by it (the idea the team was given)."""
-    return next((m.content for m in messages if m.cause_by == _REQUIREMENT), "")
+def _requirement(role: Role) -> str:
+    """The user's requirement: the first message caused by it (the idea the team was given), from the
+    role's whole memory (its index by cause: not the view fitted to the window that ``_act`` reads)."""
+    found = role.rc.memory.get_by_action(UserRequirement)
+    return found[0].content if found else ""
 
 
 class Engineer(Role):
@@ -61,7 +62,7 @@ class Engineer(Role):
 
     async def _act(self) -> Message:
         memories = self.get_memories()
-        requirement = _requirement(memories)
+        requirement = _requirement(self)
         report = next((m for m in reversed(self.rc.news) if m.cause_by == _DEBUG), None)
         mine = next((m.content for m in reversed(memories) if m.cause_by == _WRITE_CODE), "")
         todo = self.rc.todo
@@ -107,7 +108,7 @@ class QaEngineer(Role):
 
     async def _act(self) -> Message:
         memories = self.get_memories()
-        requirement = _requirement(memories)
+        requirement = _requirement(self)
         code_msg = next((m for m in reversed(memories) if m.cause_by == _WRITE_CODE), None)
         if code_msg is None:
             return Message(content="No code to test yet.", role=self.profile, cause_by=RunCode, sent_from=self.name)

@@ -28,6 +28,14 @@ def _read(file_path: Path, chunk_size: int) -> bytes:
     return b"".join(chunks)
 
 
+def read_at_most(file_path: Path, limit: int) -> bytes | None:
+    """The bytes of a file the framework reads whole (an evalset, a tuning, reference tests), or None when
+    it holds more than ``limit`` bytes: at most ``limit + 1`` bytes are ever read. ``OSError`` as it is."""
+    with file_path.open("rb") as reader:
+        data = reader.read(limit + 1)
+    return None if len(data) > limit else data
+
+
 class File:
     """A general utility for file operations (MetaGPT's name and calls)."""
 
@@ -48,4 +56,7 @@ class File:
         return await asyncio.to_thread(_read, Path(file_path), chunk_size or cls.CHUNK_SIZE)
 
 
-__all__ = ["File"]
+__all__ = [
+    "File",
+    "read_at_most",
+]

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..core.files import read_at_most
 from ..errors import EvalsetError
 from ..observe.printable import printable
 from .cases_file import file_cases
@@ -215,10 +216,10 @@ def _tests_source(where: str, args: dict[str, Any], folder: Path | None) -> dict
         name = _text(f"{where} tests_file", args["tests_file"])
         file = (folder or Path.cwd()) / name
         try:
-            data = file.read_bytes()
+            data = read_at_most(file, MAX_TESTS_BYTES)
         except OSError as exc:
             raise EvalsetError(f"{where} tests_file {name!r}: cannot read {file}: {exc.strerror or exc}") from exc
-        if len(data) > MAX_TESTS_BYTES:
+        if data is None:
             raise EvalsetError(f"{where} tests_file {name!r} is larger than {MAX_TESTS_BYTES // 1024} KiB")
         try:
             args["tests"] = _text(f"{where} tests_file {name!r}", data.decode("utf-8"))
@@ -374,10 +375,10 @@ def load_evalset(path: str | Path) -> Evalset:
     """Read and check an evalset file (``.yaml``/``.yml`` or ``.json``)."""
     file = Path(path)
     try:
-        data = file.read_bytes()
+        data = read_at_most(file, MAX_BYTES)
     except OSError as exc:
         raise EvalsetError(f"cannot read the evalset {file}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_BYTES:
+    if data is None:
         raise EvalsetError(f"the evalset {file} is larger than {MAX_BYTES // 2**20} MiB")
     try:
         text = data.decode("utf-8")

@@ -45,6 +45,7 @@ from typing import Any
 
 from loguru import logger
 
+from ..core.files import read_at_most
 from ..errors import TuningError
 
 #: the file format's version (the ``rolecast_tuning`` key)
@@ -170,10 +171,10 @@ def load_tuning(path: str | Path) -> Tuning:
     """Read a tuning file (YAML); a :class:`~rolecast.errors.TuningError` for one that cannot be used."""
     file = Path(path)
     try:
-        data = file.read_bytes()
+        data = read_at_most(file, MAX_FILE_BYTES)
     except OSError as exc:
         raise TuningError(f"cannot read the tuning {file}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_FILE_BYTES:
+    if data is None:
         raise TuningError(f"the tuning {file} is larger than {MAX_FILE_BYTES // 1024} KiB")
     import yaml  # (PyYAML when a tuning is written or read: importing the framework stays light)
 
