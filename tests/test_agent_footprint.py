@@ -167,3 +167,21 @@ def test_a_dump_of_a_role_records_its_action_as_it_runs_it_and_leaves_it_shared(
     assert raw_action(role.actions, 0) is Greet.shared()
     restored = Role.model_validate(dumped)
     assert restored.actions[0].name == "Greet" and restored.actions[0].owner is restored
+
+
+def test_an_extra_attribute_set_on_one_action_or_role_is_never_seen_on_another():
+    """pydantic adds an extra attribute's name to the model's fields-set, which models share: a name set on
+    one action (``self.calls = ...`` in an action without the field) once showed up in every other action's
+    ``model_fields_set``, and copying such an action failed reading an attribute it never had."""
+
+    class Plain(Action):
+        name: str = "Plain"
+
+    first, second = Plain(), Greet()
+    first.calls = [1]
+    assert "calls" in first.model_fields_set and "calls" not in second.model_fields_set
+    copy = type(second)(**{k: getattr(second, k) for k in second.model_fields_set})
+    assert copy.name == "Greet"
+    alice, bob = Role(name="Alice"), Role(name="Bob")
+    alice.mood = "tired"
+    assert "mood" in alice.model_fields_set and "mood" not in bob.model_fields_set

@@ -158,14 +158,17 @@ def share_model_state(model: Any) -> None:
 
 
 def unshare_for(model: Any, name: str) -> None:
-    """Before ``model.name = ...``: a field not yet in the shared fields-set swaps in the set with it (so
-    pydantic's ``add`` finds it there), and an extra attribute gives the model its own extras dict."""
+    """Before ``model.name = ...``: a field or extra attribute not yet in the shared fields-set swaps in the
+    set with it (so pydantic's ``add`` finds it there and never grows a shared set), and an extra attribute
+    gives the model its own extras dict."""
     cls = type(model)
-    if name in cls.__pydantic_fields__:
-        fields_set = model.__pydantic_fields_set__
-        if name not in fields_set:
-            object.__setattr__(model, "__pydantic_fields_set__", shared_fields_set((*fields_set, name)))
-    elif model.__pydantic_extra__ is NO_EXTRAS and name not in cls.__private_attributes__:
+    if name in cls.__private_attributes__:
+        return
+    # pydantic adds the name to the fields-set for a field and for an extra attribute alike (``extra="allow"``)
+    fields_set = model.__pydantic_fields_set__
+    if name not in fields_set:
+        object.__setattr__(model, "__pydantic_fields_set__", shared_fields_set((*fields_set, name)))
+    if name not in cls.__pydantic_fields__ and model.__pydantic_extra__ is NO_EXTRAS:
         object.__setattr__(model, "__pydantic_extra__", {})
 
 
