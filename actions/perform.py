@@ -112,7 +112,9 @@ async def perform(
             result = await (invoke() if invoke is not None else action.run(list(history)))
         else:
             result = await _invoke_fitted(owner, action, invoke, fitter)  # type: ignore[arg-type]
-    except ContextOverflow:  # not a failure of the server: the prompt must change (it names role and action)
+    except ContextOverflow as exc:  # not a failure of the server: the prompt must change (it names role and action)
+        if getattr(owner, "memory_fitter", None) is not None and not exc.fitted:
+            raise exc.after_fitting() from None  # the history was fitted: the advice must not be "compaction"
         raise
     except _TRANSPORT as exc:
         # the model could not be reached or answered: the action failed (the cause says why)
@@ -142,7 +144,10 @@ async def _invoke_fitted(owner: Any, action: Action, invoke: Callable[[], Awaita
         logger.info("{}: the prompt of {} overflowed the window ({}); fitting its memory tighter and running it "
                     "again", owner.name, action.name, exc)
         with memory_view(owner.rc.memory, tighter):
-            return await invoke()
+            try:
+                return await invoke()
+            except ContextOverflow as again:
+                raise again.after_fitting() from None
 
 
 __all__ = ["Performer", "perform", "to_message"]

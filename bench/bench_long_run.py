@@ -2,6 +2,8 @@
 
     python bench/bench_long_run.py                          # 60 rounds, n_ctx 8192, both sides
     python bench/bench_long_run.py --n-round 24 --n-ctx 1024 --compaction off --check
+    python bench/bench_long_run.py --by-size                # seconds per call by prompt size (issue 44)
+    python bench/bench_long_run.py --by-size --kv-windows 1 # ... with the KV buffer of one window (before)
 
 Two debaters in ``react`` mode, two actions each (so the numeric state prompt carries the
 conversation and each action gets the history), on SmolLM2-135M-Instruct via
@@ -18,6 +20,7 @@ when a side ran fewer rounds than asked or logged a call over the window. Writes
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import json
 import statistics
@@ -139,6 +142,48 @@ def figures(events: list[Any]) -> dict[str, Any]:
     }
 
 
+async def by_size(n_ctx: int, words: int, answer_tokens: int, kv_windows: int) -> dict[str, Any]:
+    """Seconds per call by prompt size: two conversations on one engine (a debate's sides), each call's
+    prompt its side's previous one and ``words`` more words of transcript, up to the window. Each row:
+    the side, the prompt's tokens, those the engine took from its cache, the answer's tokens, seconds."""
+    from rolecast.llm.local import provider
+
+    provider.KV_WINDOWS = kv_windows  # read when the model loads (this process loads it here)
+    llm = provider.LocalLLM(n_ctx=n_ctx)
+    vocabulary = "car city street bus bike walk air noise shop rent park tram road space child tree".split()
+    transcript: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for turn in itertools.count():
+        side = ("Ada", "Ben")[turn % 2]
+        debate = "\n".join(transcript)
+        messages = [{"role": "system", "content": f"You are {side}, a debater on: {TOPIC}"},
+                    {"role": "user", "content": f"## DEBATE SO FAR\n{debate}\n## YOUR TURN\nArgue, in 60 words:"}]
+        prompt = await llm.count_tokens(messages)
+        if prompt + answer_tokens > n_ctx:
+            break
+        cached_before = llm.stats().cached_tokens
+        started = time.perf_counter()
+        answer = await llm.complete(messages, settings={"max_tokens": answer_tokens, "temperature": 0})
+        rows.append({"side": side, "prompt_tokens": prompt, "cached_tokens": llm.stats().cached_tokens - cached_before,
+                     "answer_tokens": answer.usage.completion_tokens,
+                     "seconds": round(time.perf_counter() - started, 2)})
+        print(json.dumps(rows[-1]), flush=True)
+        transcript.append(f"{side}: " + " ".join(vocabulary[(turn * 7 + i * 3) % len(vocabulary)]
+                                                 for i in range(words)))
+
+    def band(low: int, high: int) -> float | None:
+        found = [r["seconds"] for r in rows if low <= r["prompt_tokens"] < high]
+        return round(statistics.mean(found), 2) if found else None
+
+    bands = {f"{k}k": band(k * 1000, (k + 1) * 1000) for k in range(n_ctx // 1000 + 1)}
+    at_3k = bands.get("3k")
+    past = [v for k, v in bands.items() if int(k[:-1]) >= 4 and v is not None]
+    return {"n_ctx": n_ctx, "kv_windows": kv_windows, "words_a_turn": words, "answer_tokens": answer_tokens,
+            "seconds_a_call_by_thousand_prompt_tokens": bands,
+            "worst_past_4k_over_3k": round(max(past) / at_3k, 2) if past and at_3k else None,
+            "calls_that_evaluated_the_whole_prompt": sum(r["cached_tokens"] == 0 for r in rows[2:]), "calls": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-round", type=int, default=60)
@@ -150,7 +195,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 unless every round ran within the window")
     parser.add_argument("--store", type=Path, help="keep the runs' logs (NAME-0.db, NAME-1.db …) to look at")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "long_run.json")
+    parser.add_argument("--by-size", action="store_true",
+                        help="seconds per call by prompt size on the engine, not the debate (issue 44)")
+    parser.add_argument("--words", type=int, default=150, help="--by-size: words a turn adds to the transcript")
+    parser.add_argument("--kv-windows", type=int, default=2,
+                        help="--by-size: windows the KV buffer holds (1: as before issue 44)")
     args = parser.parse_args(argv)
+    if args.by_size:
+        found = asyncio.run(by_size(args.n_ctx, args.words, args.max_tokens or 40, args.kv_windows))
+        summary = {k: v for k, v in found.items() if k != "calls"}
+        print(json.dumps(summary))
+        out = args.out.with_name(f"long_run_by_size_kv{args.kv_windows}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     sides = {"off": [False], "on": [True], "both": [False, True]}[args.compaction]
     results = []
     with tempfile.TemporaryDirectory() as folder:

@@ -379,9 +379,10 @@ class ContextOverflow(LLMAPIError):
     def __init__(
         self, *, role: str = "", action: str = "", prompt_tokens: int | None = None, max_tokens: int = 0,
         window: int | None = None, model: str = "", detail: str = "", status_code: int | None = None,
-        body: Any = None,
+        body: Any = None, fitted: bool = False,
     ):
         self.role = role
+        self.fitted = fitted  # the history the action read was already fitted to the window
         self.action = action
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
@@ -399,9 +400,13 @@ class ContextOverflow(LLMAPIError):
         model = f" of {self.model}" if self.model else ""
         detail = f" [{self.detail}]" if self.detail else ""
         verb = "do not" if self.max_tokens else "does not"
+        larger = "use a model with a larger window (context_window: in the configuration, n_ctx: for a local model)"
+        if self.fitted:  # compaction cannot help: the history the action read was already cut to fit
+            return (f"{who}: {size}{room} {verb} fit {window}{model}{detail}, though the history it read was "
+                    f"already fitted to the window (compaction cannot help): the rest is the action's own text. "
+                    f"Shorten its template or instruction, lower max_tokens, or {larger}")
         return (f"{who}: {size}{room} {verb} fit {window}{model}{detail}. Shorten the prompt, lower "
-                f"max_tokens, turn on compaction (Role(compaction=True) or Team(compaction=True)), or use a "
-                f"model with a larger window (context_window: in the configuration, n_ctx: for a local model)")
+                f"max_tokens, turn on compaction (Role(compaction=True) or Team(compaction=True)), or {larger}")
 
     def located(self, role: str, action: str) -> ContextOverflow:
         """This error naming ``role`` and ``action`` where it did not know them yet."""
@@ -409,7 +414,15 @@ class ContextOverflow(LLMAPIError):
             return self
         return ContextOverflow(role=self.role or role, action=self.action or action,
                                prompt_tokens=self.prompt_tokens, max_tokens=self.max_tokens, window=self.window,
-                               model=self.model, detail=self.detail, status_code=self.status_code, body=self.body)
+                               model=self.model, detail=self.detail, status_code=self.status_code, body=self.body,
+                               fitted=self.fitted)
+
+    def after_fitting(self) -> ContextOverflow:
+        """This error, raised again where the history its action read was already fitted to the window (its
+        advice then says so, not "turn on compaction")."""
+        return ContextOverflow(role=self.role, action=self.action, prompt_tokens=self.prompt_tokens,
+                               max_tokens=self.max_tokens, window=self.window, model=self.model, detail=self.detail,
+                               status_code=self.status_code, body=self.body, fitted=True)
 
 
 class LLMResponseError(LLMError):

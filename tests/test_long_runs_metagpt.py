@@ -151,8 +151,12 @@ async def test_an_overflow_the_tighter_fit_cannot_cure_is_still_a_context_overfl
     role.llm = FunctionLLM(lambda messages: "ok", context_window=1000)
     role.rc.memory.add(Message(content="hello", sent_from="user"))
     role.rc.news = role.rc.memory.get()
-    with pytest.raises(ContextOverflow):
+    with pytest.raises(ContextOverflow) as raised:
         await role.react()
+    # compaction would not help: the advice says the memory was fitted and names the action's own text
+    said = str(raised.value)
+    assert raised.value.fitted and "Huge" in said and "the action's own text" in said
+    assert "turn on compaction" not in said
 
 
 def test_outside_an_action_memory_reads_are_as_stored():

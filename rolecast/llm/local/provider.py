@@ -73,6 +73,13 @@ DEFAULT_TEMPERATURE = 0.2
 DEFAULT_N_PARALLEL = 4
 #: RAM for the prompt states of idle slots (llama.cpp's host-memory prompt cache)
 DEFAULT_PREFIX_CACHE_MIB = 256.0
+#: Whole windows the KV buffer holds when there are several slots. The slots share one buffer
+#: (``kv_unified``); when two conversations (a debate's two sides, a coder and a tester) together
+#: outgrow it, llama.cpp clears an idle slot to make room *without* saving it to the RAM cache, and
+#: from then on every call evaluates its whole prompt: on SmolLM2 at n_ctx 8192, past 4,096 tokens
+#: a prompt each, calls went from 5-9 s to 43-46 s (issue 44; bench/bench_long_run.py --by-size).
+#: Two windows keep two conversations whole; a third one's state goes through the RAM cache.
+KV_WINDOWS = 2
 # A 135M model falls into repeating one sentence; a mild penalty on free text stops it.
 # Not under a grammar: there it would only push the model away from JSON's own punctuation.
 FREE_TEXT_REPEAT_PENALTY = 1.15
@@ -138,7 +145,7 @@ class _Engine:
     mean_pooling: bool = False
     stats: EngineStats = field(default_factory=EngineStats)
     tokenizer: Tokenizer | None = None  # counts in the model's tokens (its loopback port and key)
-    admission: Admission | None = None  # the slots share n_ctx: calls are admitted while they fit it
+    admission: Admission | None = None  # the slots share one KV buffer: calls are admitted while they fit it
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards stats
 
     def enter(self) -> None:
@@ -206,7 +213,8 @@ def _load(
              f"(CPU: {features}; threads {n_gen}/{n_batch}; {slots} slot{'s' if slots > 1 else ''}; n_ctx {n_ctx}) …")
         params = xlc.CommonParams()
         params.model.path = path
-        params.n_ctx = n_ctx
+        kv_cells = n_ctx * (KV_WINDOWS if slots > 1 else 1)  # (a prompt is still fitted to n_ctx)
+        params.n_ctx = kv_cells
         params.n_parallel = slots
         params.kv_unified = True  # the slots share one KV buffer: any one of them may use the whole context
         params.cpuparams.n_threads = n_gen
@@ -232,7 +240,7 @@ def _load(
         logger.info("loaded {} in {:.1f} s", Path(path).name, elapsed)
         engine = _Engine(server, path, n_ctx, slots, (n_gen, n_batch), cache_mib > 0, info, elapsed,
                          mean_pooling=mean_pooling, tokenizer=Tokenizer(server.listening_address, api_key),
-                         admission=Admission(n_ctx))
+                         admission=Admission(kv_cells))
         if not _ENGINES:
             atexit.register(_close_all)
         _ENGINES[key] = engine

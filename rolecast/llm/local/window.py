@@ -5,10 +5,10 @@
 * :func:`trained_context` reads ``<arch>.context_length`` from a GGUF file's header: a window
   larger than the model was trained for is capped to it.
 * :class:`Admission` keeps the engine's slots inside one context. The slots share one KV buffer
-  (``kv_unified``: any one of them may use all of ``n_ctx``), so two calls that each fit could
-  together overflow it ("Context size has been exceeded", issue 32 item 12). A call is admitted
-  only when its prompt and ``max_tokens`` fit what the calls already running leave free; the
-  others wait, in their worker threads, and are admitted as the running ones finish. The cached
+  (``kv_unified``: any one of them may use all of it; it holds ``KV_WINDOWS`` windows of ``n_ctx``),
+  so calls that each fit could together overflow it ("Context size has been exceeded", issue 32
+  item 12). A call is admitted only when its prompt and ``max_tokens`` fit what the calls already
+  running leave free; the others wait, in their worker threads, and are admitted as the running ones finish. The cached
   states of idle slots do not count: the engine evicts them when it needs their room.
 """
 
