@@ -244,3 +244,18 @@ async def test_a_summary_that_ignores_its_word_limit_does_not_make_compaction_ru
     # a role hears two messages a round: one summary per `keep` (3) of them at most — 14 of 32 turns here,
     # where each summary passing the share again made one nearly every turn (26 of 32)
     assert len(summaries) <= len(turns) // 2
+
+
+async def test_a_prompt_that_fits_gets_the_room_the_window_leaves_for_its_answer():
+    """A history fitted to a small window leaves a prompt that fits but not with the default answer room
+    (a debate at n_ctx 1024: 531 + 512 tokens): the call goes out with max_tokens cut to what is left."""
+    llm = ScriptedLLM(["ok"] * 3, context_window=1000)
+    prompt = "word " * 300  # about 500 tokens by the doubles' estimate
+    await llm.ask(prompt, settings={"max_tokens": 800})
+    room = llm.calls[-1].settings.max_tokens
+    assert room is not None and 128 <= room < 800
+    await llm.ask("short", settings={"max_tokens": 800})
+    assert llm.calls[-1].settings.max_tokens == 800  # nothing cut where the window leaves enough
+    with pytest.raises(ContextOverflow):  # less than 128 tokens left: still an overflow, before any call
+        await llm.ask("word " * 600, settings={"max_tokens": 800})
+    assert len(llm.calls) == 2

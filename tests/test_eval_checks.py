@@ -192,3 +192,30 @@ def test_a_cases_file_template_looks_up_fields_only_never_attributes(tmp_path):
     (tmp_path / "e.yaml").write_text("name: e\nteam: t:build\ncases_file: {path: rows.jsonl, id: '{a}', "
                                      "idea: '{a.__class__} {{a}} {a}'}\n")
     assert load_evalset(tmp_path / "e.yaml").cases[0].idea == "{a.__class__} {a} one"
+
+
+# ------------------------------------------------------------------ the team's tests against a correct solution
+def _tests_record(tests: str) -> RunRecord:
+    return RunRecord("r", messages=[Said("user", "", "write add"), Said("Bob", "WriteTest", tests)])
+
+
+@pytest.mark.parametrize("tests, passed", [
+    (f"```python\n{TESTS}```", True),
+    # a tester that calls the function with the wrong arguments (the README's add_two(10)) is caught
+    ("```python\ndef test_add():\n    assert add(10) == 10\n```", False),
+])
+def test_the_teams_tests_run_against_the_authors_correct_solution(tests, passed):
+    check = parse_check("case 'add' check 1", {"tests_pass": {"code": GOOD.strip("`").removeprefix("python\n"),
+                                                               "tests_from": "Bob"}})
+    result = asyncio.run(run_check(_tests_record(tests), check))
+    assert result.passed is passed
+    assert ("passed against the reference solution" in result.reason) is passed
+
+
+@pytest.mark.parametrize("args, said", [
+    ({"code": "def add(a, b): return a + b", "code_from": "Alice", "tests_from": "Bob"}, "not code_from and code"),
+    ({"tests_from": "Bob"}, "none was given"),
+])
+def test_a_tests_pass_check_takes_exactly_one_source_of_code(args, said):
+    with pytest.raises(EvalsetError, match=said):
+        parse_check("case 'add' check 1", {"tests_pass": args})

@@ -107,8 +107,9 @@ async def test_an_action_whose_prompt_still_overflows_runs_again_with_a_tighter_
         name: str = "Wordy"
 
         async def run(self, context: str) -> str:  # type: ignore[override]
-            # its own words take far more than the eighth of the window the fit leaves them
-            return await self._aask("Rules: be brief. " * 60 + f"\n{context}\nAnswer:")
+            # its own words take far more than the eighth of the window the fit leaves them, and leave less
+            # than MIN_ANSWER_ROOM of it for the answer
+            return await self._aask("Rules: be brief. " * 150 + f"\n{context}\nAnswer:")
 
     runs: list[int] = []
 

@@ -169,9 +169,14 @@ async def run_tests(code: str, tests: str, timeout: float) -> tuple[dict[str, st
 
 
 async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[bool, str]:
-    code_msg = _last_of(record, args["code_from"])
-    if code_msg is None:
-        return False, f"{args['code_from']} wrote nothing"
+    if "code" in args:  # the evalset author's correct solution: the check measures the team's tests
+        code = args["code"]
+    else:
+        code_msg = _last_of(record, args["code_from"])
+        if code_msg is None:
+            return False, f"{args['code_from']} wrote nothing"
+        code = code_of(code_msg.content)
+    against = "the reference solution" if "code" in args else "the code"
     if "tests_from" in args:
         tests_msg = _last_of(record, args["tests_from"])
         if tests_msg is None:
@@ -179,17 +184,16 @@ async def check_tests_pass(record: RunRecord, args: dict[str, Any]) -> tuple[boo
         tests, whose = code_of(tests_msg.content), f"{args['tests_from']}'s"
     else:  # the evalset author's reference tests (``tests:``, or ``tests_file:`` read when the evalset loaded)
         tests, whose = args["tests"], "the reference"
-    code = code_of(code_msg.content)
     results, result = await run_tests(code, tests, float(args.get("timeout", DEFAULT_TIMEOUT)))
     if results is None:
-        return False, f"{whose} tests could not be run against the code: {_failure(result)}"
+        return False, f"{whose} tests could not be run against {against}: {_failure(result)}"
     if not results:
         return False, f"{whose} tests hold no test function (def test_...) and no top-level assert"
     failed = {name: why for name, why in results.items() if why != "passed"}
     if failed:
         name, why = next(iter(failed.items()))
         return False, f"{len(failed)} of {len(results)} test(s) failed ({whose} tests; first: {name}: {why})"
-    return True, f"{len(results)} test(s) passed against the code ({whose} tests)"
+    return True, f"{len(results)} test(s) passed against {against} ({whose} tests)"
 
 
 # ------------------------------------------------------------------ the evalset author's own function

@@ -33,7 +33,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "roles_spoke": ("roles", "order"),
     "actions_ran": ("actions", "order"),
     "python_runs": ("role", "action", "timeout"),
-    "tests_pass": ("code_from", "tests_from", "tests", "tests_file", "timeout"),
+    "tests_pass": ("code_from", "code", "tests_from", "tests", "tests_file", "timeout"),
     "judge": ("rubric", "model", "samples", "role"),
     "python": ("function", "threshold"),
     "max_calls": (),
@@ -41,8 +41,11 @@ CHECKS: dict[str, tuple[str, ...]] = {
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "contains": ("text",), "roles_spoke": ("roles",), "actions_ran": ("actions",),
-    "tests_pass": ("code_from",), "judge": ("rubric",), "python": ("function",),
+    "judge": ("rubric",), "python": ("function",),
 }
+#: where a ``tests_pass`` check finds the code: a role's last message, or the evalset author's correct solution
+#: (``code:``, to measure the tests a team wrote: do they pass against code known to be right?)
+CODE_SOURCES = ("code_from", "code")
 #: where a ``tests_pass`` check finds its tests: written by the team (a role's last message), or by the
 #: evalset's author (the reference tests, in the evalset or a file beside it)
 TESTS_SOURCES = ("tests_from", "tests", "tests_file")
@@ -206,6 +209,12 @@ def parse_check(where: str, item: Any, folder: Path | None = None) -> Check:
 
 
 def _tests_source(where: str, args: dict[str, Any], folder: Path | None) -> dict[str, Any]:
+    code = [k for k in CODE_SOURCES if k in args]
+    if len(code) != 1:
+        raise EvalsetError(f"{where} takes one of {', '.join(CODE_SOURCES)} (whose code the tests run against); "
+                           f"{'not ' + ' and '.join(code) if code else 'none was given'}")
+    if "code" in args:
+        args["code"] = _text(f"{where} code", args["code"])
     given = [k for k in TESTS_SOURCES if k in args]
     if len(given) != 1:
         raise EvalsetError(f"{where} takes one of {', '.join(TESTS_SOURCES)} (whose tests to run); "

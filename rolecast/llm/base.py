@@ -335,6 +335,10 @@ class BaseLLM(MetaGPTCalls, ContextWindow, ABC):
         stops = list(stop) if stop else None
         merged = self.settings if settings is None else self.settings.merged(settings)
         effective = merged if merged.max_tokens else self._effective(merged)
+        room = await self._answer_room(messages, effective.max_tokens or 0, tools,
+                                       structured.schema if structured else None)
+        if effective.max_tokens and room < effective.max_tokens:  # what the window leaves of the answer's room
+            effective = effective.merged(LLMSettings(max_tokens=room))
         # only a provider that declares the capability gets the keyword
         extra: dict[str, Any] = {"grammar": grammar} if grammar and self.supports_grammar else {}
         return await self._metered(

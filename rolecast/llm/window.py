@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from loguru import logger
+
 from ..accounting.cost import max_prompt_tokens
 from ..accounting.metering import current_meter
 from ..errors import ContextOverflow, UsageError
@@ -35,6 +37,9 @@ from .types import Messages, messages_text
 #: open models served by Ollama, vLLM or llama.cpp have at the least today (Llama 3, Gemma 2, SmolLM2),
 #: and half of GPT-3.5's. An answer without max_tokens of its own gets at most half of it.
 DEFAULT_CONTEXT_WINDOW = 8192
+#: the least room for an answer that a call's ``max_tokens`` is cut to, where the prompt leaves less than it
+#: asks (see :meth:`ContextWindow._answer_room`); below it the call is a ContextOverflow
+MIN_ANSWER_ROOM = 128
 
 #: known models' windows by name prefix (the longest matching prefix wins; case-insensitive; a
 #: ``vendor/`` or ``vendor:`` path before the name is ignored). Published figures, input + output.
@@ -179,6 +184,27 @@ class ContextWindow:
     async def count_tokens(self, messages: Messages) -> int:
         """The prompt tokens of ``messages`` as this model would count them (chat framing included)."""
         return self.token_bound(messages_text(messages), len(messages))
+
+    async def _answer_room(self, messages: Messages, max_tokens: int, tools: Any = None, schema: Any = None) -> int:
+        """``max_tokens``, or less where the prompt leaves less of the window: at least
+        :data:`MIN_ANSWER_ROOM` tokens (or ``max_tokens`` when smaller) must remain, else it is left as it
+        is and the check before sending raises :class:`~rolecast.errors.ContextOverflow`. (A history fitted
+        to the window leaves a prompt that fits; the answer's room is what is left, as llama.cpp's own
+        server bounds ``n_predict`` by the context: a 1,024-token debate otherwise died on a 531-token
+        prompt plus the default 512 tokens of answer.)"""
+        window = self.context_window
+        text = messages_text(messages)
+        extra = request_tokens(self, tools, schema)
+        if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:  # surely fits: nothing counted
+            return max_tokens
+        if self.token_bound(text, len(messages)) + extra + max_tokens <= window:
+            return max_tokens
+        room = window - (await self.count_tokens(messages) + extra)
+        if room >= max_tokens or room < min(max_tokens, MIN_ANSWER_ROOM):
+            return max_tokens
+        logger.debug("{}: the answer's room cut from {} to {} tokens, what the window leaves", self.model,
+                     max_tokens, room)
+        return room
 
     async def _check_window(self, messages: Messages, max_tokens: int, request: dict[str, Any], role: str) -> None:
         """Raise :class:`~rolecast.errors.ContextOverflow` when the prompt and ``max_tokens`` cannot fit
