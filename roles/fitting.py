@@ -153,7 +153,7 @@ class MemoryFitter:
         fitted = fit_history(range(len(rest)), budget, lambda i: costs[i])
         omitted = min(fitted.omitted, len(rest) - 1)  # the newest is always shown
         if omitted <= 0:
-            return shown
+            return cut_to_fit(shown, self.budget)
         if not self.omitted:
             record_fitted(f"memory of action {self.action.name}", Fitted(list(range(omitted, len(rest))), omitted,
                           budget, sum(costs[omitted:])), self.window, 0, role=self.role)
@@ -161,7 +161,31 @@ class MemoryFitter:
         self.omitted = omitted
         note = Message(content=omitted_note(omitted), role="system", sent_from="rolecast", cause_by=COMPACTED,
                        id=f"omitted-{omitted}")
-        return [*pinned, note, *rest[omitted:]]
+        return cut_to_fit([*pinned, note, *rest[omitted:]], self.budget)
+
+
+#: the estimated tokens of the note that ends a message cut to fit
+CUT_NOTE_TOKENS = 24
+
+
+def cut_to_fit(messages: list[Message], budget: int) -> list[Message]:
+    """``messages``, with the longest cut (their head kept, and a note of what was cut) until they fit
+    ``budget`` tokens by the estimate: what is always shown (the summary, the newest message) can alone
+    pass the budget, as when a 135M model's answers run to 512 tokens in a 1,024-token window."""
+    costs = [estimate_prompt_tokens(str(m), 0) + 1 for m in messages]
+    over = sum(costs) - budget
+    if over <= 0:
+        return messages
+    out = list(messages)
+    for i in sorted(range(len(out)), key=lambda j: -costs[j]):  # the longest first
+        if over <= 0 or costs[i] <= 2 * CUT_NOTE_TOKENS:  # (never worth cutting a message shorter than that)
+            break
+        message = out[i]
+        keep = int(len(message.content) * max(16, costs[i] - over - CUT_NOTE_TOKENS) / costs[i])
+        cut = message.content[:keep] + f" … [{len(message.content) - keep} characters cut to fit the window]"
+        out[i] = message.model_copy(update={"content": cut})
+        over -= costs[i] - (estimate_prompt_tokens(str(out[i]), 0) + 1)
+    return out
 
 
 async def history_budget(role: Role) -> int:

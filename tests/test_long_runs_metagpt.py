@@ -183,3 +183,24 @@ async def test_a_compaction_never_drops_the_previous_summary_for_an_oversized_me
     made = await compact(role, Compaction(keep=2, share=0.1))
     assert made is not None
     assert "The secret code is 7412." in seen[-1]  # dropped by fitting before
+
+
+async def test_answers_as_long_as_half_the_window_are_cut_in_the_view_and_the_debate_goes_on(tmp_path):
+    """A 135M model's answers run to its 512-token default in a 1,024-token window: the newest message
+    (always shown) and the summary alone passed the budget, and the debate died in round 25 with a
+    934-token prompt. The view cuts the longest of them, with a note; the stored messages stay whole."""
+    seen: list = []
+    long_point = "the centre belongs to people on foot and on bikes, not to parked cars. " * 30  # ~700 tokens
+
+    def answer(messages, call):
+        seen.append(messages)
+        if "Summarise the conversation" in messages[-1]["content"]:
+            return "Ada wants cars out of the centre; Ben says shops need them. " * 8
+        return f"Point {len(seen)}: {long_point}"
+
+    llm = FunctionLLM(answer, context_window=1024)
+    team = debate("get_memories", llm, compaction=True, store=open_store(tmp_path / "r.db"))
+    history = await team.run(n_round=12, idea="Ban cars from city centres?", send_to="Ada")
+    spoke = [m for m in history if m.cause_by.endswith("Speak")]
+    assert len(spoke) >= 10 and not any("cut to fit" in m.content for m in spoke)  # stored as answered
+    assert any("characters cut to fit the window" in m[-1]["content"] for m in seen)
