@@ -7,6 +7,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from build_customized_multi_agents import build_team  # noqa: E402
+from build_customized_multi_agents import build_team
 
 __all__ = ["build_team"]
