@@ -207,3 +207,65 @@ def test_the_optimize_command_prints_a_line_per_candidate_a_table_and_writes_jso
     # the tuning applied by `rolecast eval --tuning` passes the hard cases the team as written fails
     assert main(["eval", "set.yaml", "--store", "other.db", "--tuning", "tuned.yaml", "--json", "e.json"]) == 0
     assert main(["eval", "set.yaml", "--store", "other.db", "--json", "e2.json"]) == 1
+
+
+PAIR = '''\
+from actions import Action, UserRequirement
+from environment import Team
+from rolecast.testing import FunctionLLM
+from roles import Role
+
+
+class Code(Action):
+    name: str = "Code"
+
+    async def run(self, history):
+        return await self._aask("Code for: " + history[-1].content)
+
+
+class Check(Action):
+    name: str = "Check"
+
+    async def run(self, history):
+        return await self._aask("Tests for: " + history[0].content)
+
+
+def answer(messages):
+    prompt = messages[-1]["content"]
+    if prompt.startswith("Code for"):
+        return "no code for " + prompt  # the coder never passes its check: no run passes as a whole
+    shown = any(m["role"] == "assistant" for m in messages)  # a demonstration came first
+    return "TESTS_OK" if "easy" in prompt or shown else "no idea"
+
+
+def build_team():
+    return Team(llm=FunctionLLM(answer), roles=[
+        Role(name="Cody", profile="Coder", actions=[Code()], watch=[UserRequirement]),
+        Role(name="Tess", profile="Tester", actions=[Check()], watch=[Code])])
+'''
+
+
+async def test_a_role_that_passed_its_own_checks_teaches_though_another_roles_check_failed(tmp_path, monkeypatch):
+    """No run passes as a whole (the coder's check always fails), yet the tester's passing calls become
+    demonstrations, and the winner is chosen by the checks it passes on dev when no run passes there."""
+    module = f"pair_team_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(PAIR, encoding="utf-8")
+    names = ["easy_a", "easy_b", "easy_c", "hard_a", "hard_b", "hard_c"]
+    cases = "".join(f"  - id: {n}\n    idea: {n.replace('_', ' ')} puzzle\n    n_round: 2\n    expect:\n"
+                    f"      - contains: {{text: CODE_OK, role: Cody}}\n"
+                    f"      - contains: {{text: TESTS_OK, role: Tess}}\n" for n in names)
+    (tmp_path / "set.yaml").write_text(f"name: pair\nteam: {module}:build_team\ncases:\n{cases}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ROLECAST_TUNING", raising=False)
+    try:
+        seed = _seed_with_a_hard_dev_case(tmp_path / "set.yaml")
+        result = await optimize(tmp_path / "set.yaml", tmp_path / "t.yaml", store=tmp_path / "runs.db", seed=seed,
+                                max_demos=1)
+    finally:
+        sys.modules.pop(module, None)
+    report = result.as_dict()
+    assert report["baseline"]["train"]["pass_rate"] == 0.0 and report["best"]["dev"]["pass_rate"] == 0.0
+    assert report["best"]["changed_keys"] == ["action:Check.demos"]  # the tester's, never the coder's
+    assert report["best"]["dev"]["checks_passed"] > report["baseline"]["dev"]["checks_passed"]
+    [demo] = load_tuning(tmp_path / "t.yaml").keys["action:Check.demos"].demos
+    assert demo.output == "TESTS_OK"

@@ -40,7 +40,8 @@ def add_parser(sub: Any) -> None:
 
 def _line(candidate: Candidate, best: Candidate) -> str:
     return (f"{candidate.id} ({candidate.origin}, {', '.join(candidate.changed)}): train "
-            f"{candidate.rate('train'):.0%} dev {candidate.rate('dev'):.0%}, {candidate.live_calls} live / "
+            f"{candidate.rate('train'):.0%} dev {candidate.rate('dev'):.0%} (checks {candidate.check_rate:.0%}), "
+            f"{candidate.live_calls} live / "
             f"{candidate.reused_calls} reused calls; best so far: {best.id}")
 
 
@@ -63,12 +64,13 @@ def run(args: argparse.Namespace) -> int:
         if args.json_out:
             Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_out).write_text(text + "\n", encoding="utf-8")
-        print(f"{'candidate':10} {'from':10} {'train':>6} {'dev':>6} {'live':>5} {'reused':>6}  changed")
+        print(f"{'candidate':10} {'from':10} {'train':>6} {'dev':>6} {'checks':>6} {'live':>5} {'reused':>6}  changed")
         for c in [result.baseline, *result.candidates]:
-            print(f"{c.id:10} {c.origin[:10]:10} {c.rate('train'):6.0%} {c.rate('dev'):6.0%} {c.live_calls:5} "
-                  f"{c.reused_calls:6}  {', '.join(c.changed) or '-'}")
+            print(f"{c.id:10} {c.origin[:10]:10} {c.rate('train'):6.0%} {c.rate('dev'):6.0%} {c.check_rate:6.0%} "
+                  f"{c.live_calls:5} {c.reused_calls:6}  {', '.join(c.changed) or '-'}")
         paired = report["paired_dev"]
         print(f"best: {result.best.id} — dev {result.baseline.rate('dev'):.0%} -> {result.best.rate('dev'):.0%} "
+              f"(checks {result.baseline.check_rate:.0%} -> {result.best.check_rate:.0%}) "
               f"({paired['improved']} case(s) better, {paired['worsened']} worse); {result.spent_calls} live calls"
               f"{'; ' + result.stopped if result.stopped else ''}; tuning written to {args.out}")
     return 0

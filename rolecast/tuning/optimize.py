@@ -42,8 +42,8 @@ from loguru import logger
 
 from ..context import Context
 from ..errors import UsageError
-from ..eval.evalset import Evalset, load_evalset
-from ..eval.results import EvalResult, wilson
+from ..eval.evalset import Case, Evalset, load_evalset
+from ..eval.results import EvalResult, RunResult, wilson
 from ..eval.runner import TeamSource, run_eval
 from ..runs import LLM_CALL, open_store
 from ..runs.base import RunStore
@@ -81,6 +81,14 @@ class Candidate:
     live_calls: int = 0
     reused_calls: int = 0
     dev_cases: dict[str, bool] = field(default_factory=dict)
+    #: checks passed and checks made on dev: the finer score that breaks a tie of pass rates (a tuning that
+    #: makes the tester's tests right while the coder still fails the case is progress)
+    dev_checks: tuple[int, int] = (0, 0)
+
+    @property
+    def check_rate(self) -> float:
+        passed, made = self.dev_checks
+        return passed / made if made else 0.0
 
     @property
     def changed(self) -> list[str]:
@@ -99,6 +107,7 @@ class Candidate:
             low, high = wilson(passed, runs)
             out[split] = {"passed": passed, "runs": runs, "pass_rate": round(self.rate(split), 4),
                           "wilson95": [round(low, 4), round(high, 4)]}
+        out["dev"]["checks_passed"], out["dev"]["checks"] = self.dev_checks
         return out
 
 
@@ -162,23 +171,51 @@ def _score(candidate: Candidate, result: EvalResult, train: list[str], dev: list
         else:
             candidate.dev = value
     candidate.dev_cases = {i: all(r.passed for r in by_case[i].runs) for i in dev}
+    checks = [c for i in dev for r in by_case[i].runs for c in r.checks]
+    candidate.dev_checks = (sum(c.passed for c in checks), len(checks))
     candidate.live_calls = result.total("live_calls") + result.judge_live_calls
     candidate.reused_calls = result.total("reused_calls")
     candidate.eval_id = result.eval_id
 
 
-def demos_of(store: RunStore, result: EvalResult, train: list[str]) -> dict[str, list[Demo]]:
-    """Demonstrations from the passing train runs of ``result``: per action class, the (prompt, answer) of
-    each of its completion calls there, in order (the newest run's last)."""
+#: the arguments of a check that name the roles whose work it judges
+ROLE_ARGS = ("role", "code_from", "tests_from")
+
+
+def credited_roles(case: Case, run: RunResult) -> set[str] | None:
+    """The roles whose work passed every check of ``run`` that judges it (and at least one): their calls
+    are demonstrations even when another role's check failed (a tester's tests that pass against a correct
+    solution teach a tester, whatever the coder did). None: the whole run passed (every call counts)."""
+    if run.passed:
+        return None
+    checks = run.checks[-len(case.expect):] if case.expect else []
+    if len(checks) != len(case.expect) or any(c.kind == "run" for c in run.checks):
+        return set()  # the run itself failed: nothing in it is credited
+    judged: dict[str, bool] = {}
+    for check, outcome in zip(case.expect, checks, strict=True):
+        for arg in ROLE_ARGS:
+            name = check.args.get(arg)
+            if isinstance(name, str):
+                judged[name] = judged.get(name, True) and outcome.passed
+    return {name for name, passed in judged.items() if passed}
+
+
+def demos_of(store: RunStore, result: EvalResult, train: list[str],
+             evalset: Evalset | None = None) -> dict[str, list[Demo]]:
+    """Demonstrations from the train runs of ``result``: per action class, the (prompt, answer) of each of
+    its completion calls in a passing run, or made by a role that passed every check of its own work
+    (:func:`credited_roles`, with ``evalset``), in order (the newest run's last)."""
     found: dict[str, list[Demo]] = {}
+    cases = {c.id: c for c in evalset.cases} if evalset is not None else {}
     for case in result.cases:
         if case.id not in train:
             continue
         for run in case.runs:
-            if not run.passed:
+            credited = credited_roles(cases[case.id], run) if case.id in cases else None if run.passed else set()
+            if credited is not None and not credited:
                 continue
             events = [e for e in store.events(run.run_id, [LLM_CALL]) if e.data.get("action") and
-                      not e.data.get("error")]
+                      not e.data.get("error") and (credited is None or e.role in credited)]
             for event, request in zip(events, requests_of(store, events), strict=True):
                 answer = str((event.data.get("response") or {}).get("text") or "")
                 prompts = [m for m in request.messages if m.get("role") == "user"]
@@ -277,7 +314,7 @@ async def optimize(
         known = _surface_of(evalset)
         tunings: list[tuple[Tuning, str]] = []
         if optimizer in ("bootstrap", "gepa"):
-            demos = demos_of(opened, base_result, train)
+            demos = demos_of(opened, base_result, train, evalset)
             tunings += [(t, "bootstrap") for t in bootstrap_candidates(demos, known, max_demos)]
         if optimizer in ("instruct", "gepa"):
             model = teacher if teacher is not None and not isinstance(teacher, str) else \
@@ -304,10 +341,12 @@ async def optimize(
 
 
 def _better(candidate: Candidate, best: Candidate, base: Candidate) -> bool:
-    if candidate.rate("dev") <= base.rate("dev"):
-        return False  # a winner beats the team as written on cases it never learnt from
-    return (candidate.rate("dev"), candidate.rate("train"), -len(candidate.changed)) > \
-        (best.rate("dev"), best.rate("train"), -len(best.changed))
+    """Whether ``candidate`` beats the best so far; a winner beats the team as written on the cases it never
+    learnt from (dev): more runs passed, or as many and more of their checks."""
+    if (candidate.rate("dev"), candidate.check_rate) <= (base.rate("dev"), base.check_rate):
+        return False
+    return (candidate.rate("dev"), candidate.check_rate, candidate.rate("train"), -len(candidate.changed)) > \
+        (best.rate("dev"), best.check_rate, best.rate("train"), -len(best.changed))
 
 
 def best_tuning_written(out: str | Path, best: Candidate, evalset: Evalset) -> None:
