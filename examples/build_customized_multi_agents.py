@@ -14,8 +14,10 @@ The same checks of its artifacts, over several ideas and repeated runs, are an e
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from artifact_checks import code_problem, function_names, test_problem, verdicts  # beside this file
 from loguru import logger
@@ -29,6 +31,8 @@ from rolecast.testing import FunctionLLM
 from roles import Role
 
 MAX_TRIES = 3  # the first answer and up to two re-asks
+#: what ``rolecast optimize multi_agents.evalset.yaml`` wrote: demonstrations for the coder and the tester
+TUNING = Path(__file__).with_name("multi_agents.tuning.yaml")
 
 
 async def ask_for_code(action: Action, prompt: str, problem: Callable[[str], str | None]) -> str:
@@ -188,10 +192,10 @@ def scripted_model(idea: str | None = None) -> FunctionLLM:
     return FunctionLLM(answer)
 
 
-def build_team(llm: object = None, investment: float = 3.0) -> Team:
+def build_team(llm: object = None, investment: float = 3.0, tuning: Path | None = None) -> Team:
     """The coder, the tester and the reviewer (on the configured model unless ``llm`` is given): the team
-    of ``multi_agents.evalset.yaml``."""
-    team = Team(llm=llm)
+    of ``multi_agents.evalset.yaml``; ``tuning``: a tuning file to apply (``rolecast optimize`` wrote one)."""
+    team = Team(llm=llm, tuning=tuning)
     team.hire([SimpleCoder(), SimpleTester(), SimpleReviewer()])
     team.invest(investment=investment)
     return team
@@ -202,11 +206,20 @@ def scripted_team() -> Team:
     return build_team(llm=scripted_model())
 
 
+def default_tuning() -> Path | None:
+    """The tuning ``rolecast optimize`` wrote for this team from its evalset (``TUNING``, beside this file),
+    unless ``$ROLECAST_TUNING`` names another: the prompts as written stay MetaGPT's tutorial's."""
+    return TUNING if TUNING.is_file() and not os.environ.get("ROLECAST_TUNING") else None
+
+
 async def main(
     idea: str, investment: float = 3.0, n_round: int = 5, scripted: bool = False, console: bool = True,
-    llm: object = None, strict: bool = False,
+    llm: object = None, strict: bool = False, tuned: bool = True,
 ) -> list[Message]:
-    team = build_team(llm=scripted_model(idea) if scripted else llm, investment=investment)
+    tuning = default_tuning() if tuned and not scripted else None
+    if tuning is not None:
+        print(f"tuning: {tuning.name} (written by rolecast optimize; --no-tuning for the prompts as written)")
+    team = build_team(llm=scripted_model(idea) if scripted else llm, investment=investment, tuning=tuning)
     team.run_project(idea)
     history = await team.run(n_round=n_round, console=console)
     if not console:  # the console showed the conversation as it happened
@@ -235,7 +248,8 @@ if __name__ == "__main__":
     parser.add_argument("--scripted", action="store_true", help="use a canned model (no API key, no local model)")
     parser.add_argument("--no-console", action="store_true", help="no live view; print the conversation at the end")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when an artifact fails its check")
+    parser.add_argument("--no-tuning", action="store_true", help=f"the prompts as written, without {TUNING.name}")
     args = parser.parse_args()
     enable_logging("INFO" if args.no_console else "WARNING")  # with the live view, logs would only clutter it
     run_script(main(args.idea, args.investment, args.n_round, args.scripted, console=not args.no_console,
-                    strict=args.strict))
+                    strict=args.strict, tuned=not args.no_tuning))
