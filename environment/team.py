@@ -43,7 +43,7 @@ from rolecast.tuning.surface import apply_tuning, resolve_tuning
 from roles import Role
 from roles.action_list import raw_actions
 from roles.checks import refuse_roles_that_do_nothing
-from roles.fitting import as_compaction
+from roles.fitting import as_compaction, compaction_from_env
 
 from .environment import Environment
 from .runtime import Runtime
@@ -221,6 +221,8 @@ class Team(Model):
                 raise UsageError("Team(env=..., runtime=...): give the runtime to the Environment instead")
         super().__init__(**data)
         self._recover = self_recovers
+        if compaction is None:  # $ROLECAST_COMPACTION: a script that does not ask for it, run with it
+            compaction = compaction_from_env()
         if compaction is not None:  # every role's, unless the role has its own (see roles.fitting)
             self.env.context.kwargs.set("compaction", as_compaction(compaction))
         if env_desc is not None:

@@ -406,7 +406,8 @@ class ContextOverflow(LLMAPIError):
                     f"already fitted to the window (compaction cannot help): the rest is the action's own text. "
                     f"Shorten its template or instruction, lower max_tokens, or {larger}")
         return (f"{who}: {size}{room} {verb} fit {window}{model}{detail}. Shorten the prompt, lower "
-                f"max_tokens, turn on compaction (Role(compaction=True) or Team(compaction=True)), or {larger}")
+                f"max_tokens, turn on compaction (Role(compaction=True), Team(compaction=True), or "
+                f"ROLECAST_COMPACTION=1 for a script as it is), or {larger}")
 
     def located(self, role: str, action: str) -> ContextOverflow:
         """This error naming ``role`` and ``action`` where it did not know them yet."""

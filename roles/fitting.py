@@ -17,12 +17,13 @@ run is answered it from the log and keeps the same summary, without asking a mod
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory import Message
-from rolecast.errors import UsageError
+from rolecast.errors import ConfigError, UsageError
 from rolecast.llm.base import BaseLLM, Messages
 from rolecast.llm.window import (
     ACTION_SHARE,
@@ -262,6 +263,28 @@ def as_compaction(value: Any) -> Compaction | None:
     raise UsageError(f"compaction must be True, False, a Compaction or a dict of its fields, not {value!r}")
 
 
+#: turns compaction on for a script that does not (a MetaGPT script run as it is): 1/true/on, 0/false/off,
+#: or the share of the window at which a role's history is summarised (0.6 is Compaction's own)
+COMPACTION_ENV = "ROLECAST_COMPACTION"
+
+
+def compaction_from_env() -> Compaction | None:
+    """:data:`COMPACTION_ENV` read: the compaction of a team given none (None when unset or off)."""
+    raw = os.environ.get(COMPACTION_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "off", "no"):
+        return None
+    if raw in ("1", "true", "on", "yes"):
+        return Compaction()
+    try:
+        share = float(raw)
+    except ValueError:
+        share = -1.0
+    if not 0 < share < 1:
+        raise ConfigError(f"{COMPACTION_ENV}={raw!r}: give 1 (on), 0 (off) or the share of the window at which "
+                          f"history is summarised, between 0 and 1 (e.g. 0.6)")
+    return Compaction(share=share)
+
+
 def compacted_view(history: Sequence[Message]) -> list[Message]:
     """The history as prompts see it: after a compaction, its newest summary and the messages it kept
     (and those that came later); nothing is deleted from memory."""
@@ -322,6 +345,6 @@ async def compact(role: Role, compaction: Compaction) -> Message | None:
     return message
 
 
-__all__ = ["COMPACTED", "Compaction", "FittedHistory", "MemoryFitter", "answer_room", "as_compaction", "compact",
-           "compacted_view", "fit_history_for", "history_budget", "history_for_action", "state_prompt",
-           "summary_tokens"]
+__all__ = ["COMPACTED", "COMPACTION_ENV", "Compaction", "FittedHistory", "MemoryFitter", "answer_room",
+           "as_compaction", "compact", "compacted_view", "compaction_from_env", "cut_to_fit", "fit_history_for",
+           "history_budget", "history_for_action", "state_prompt", "summary_tokens"]

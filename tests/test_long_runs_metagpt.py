@@ -11,7 +11,7 @@ import pytest
 from actions import Action, UserRequirement
 from environment import Team
 from memory import Message
-from rolecast.errors import ContextOverflow
+from rolecast.errors import ConfigError, ContextOverflow
 from rolecast.llm.base import messages_text
 from rolecast.llm.window import estimate_prompt_tokens
 from rolecast.runs import open_store
@@ -204,3 +204,16 @@ async def test_answers_as_long_as_half_the_window_are_cut_in_the_view_and_the_de
     spoke = [m for m in history if m.cause_by.endswith("Speak")]
     assert len(spoke) >= 10 and not any("cut to fit" in m.content for m in spoke)  # stored as answered
     assert any("characters cut to fit the window" in m[-1]["content"] for m in seen)
+
+
+def test_rolecast_compaction_turns_compaction_on_for_a_script_that_does_not(monkeypatch):
+    """MetaGPT's debate, run as it is, builds ``Team()`` with no compaction: the environment turns it on."""
+    monkeypatch.setenv("ROLECAST_COMPACTION", "1")
+    assert isinstance(Team().env.context.kwargs.get("compaction"), Compaction)
+    monkeypatch.setenv("ROLECAST_COMPACTION", "0.4")
+    assert Team().env.context.kwargs.get("compaction").share == 0.4
+    monkeypatch.setenv("ROLECAST_COMPACTION", "off")
+    assert Team().env.context.kwargs.get("compaction") is None
+    monkeypatch.setenv("ROLECAST_COMPACTION", "sometimes")
+    with pytest.raises(ConfigError, match="ROLECAST_COMPACTION='sometimes'"):
+        Team()
