@@ -183,21 +183,24 @@ ROLE_ARGS = ("role", "code_from", "tests_from")
 
 
 def credited_roles(case: Case, run: RunResult) -> set[str] | None:
-    """The roles whose work passed every check of ``run`` that judges it (and at least one): their calls
-    are demonstrations even when another role's check failed (a tester's tests that pass against a correct
-    solution teach a tester, whatever the coder did). None: the whole run passed (every call counts)."""
+    """The roles whose work passed a check of ``run`` and failed none that judges it alone: their calls are
+    demonstrations even when another role's check failed (a tester's tests that pass against a correct
+    solution teach a tester, whatever the coder did). A failed check that names two roles (Bob's tests
+    against Alice's code) blames neither: either may be wrong. None: the whole run passed."""
     if run.passed:
         return None
     checks = run.checks[-len(case.expect):] if case.expect else []
     if len(checks) != len(case.expect) or any(c.kind == "run" for c in run.checks):
         return set()  # the run itself failed: nothing in it is credited
-    judged: dict[str, bool] = {}
+    passed_one: set[str] = set()
+    failed: set[str] = set()
     for check, outcome in zip(case.expect, checks, strict=True):
-        for arg in ROLE_ARGS:
-            name = check.args.get(arg)
-            if isinstance(name, str):
-                judged[name] = judged.get(name, True) and outcome.passed
-    return {name for name, passed in judged.items() if passed}
+        names = {name for arg in ROLE_ARGS if isinstance(name := check.args.get(arg), str)}
+        if outcome.passed:
+            passed_one |= names
+        elif len(names) == 1:  # a failed check of two roles' work (Bob's tests on Alice's code) blames neither
+            failed |= names
+    return passed_one - failed
 
 
 def demos_of(store: RunStore, result: EvalResult, train: list[str],
