@@ -219,3 +219,19 @@ def test_the_teams_tests_run_against_the_authors_correct_solution(tests, passed)
 def test_a_tests_pass_check_takes_exactly_one_source_of_code(args, said):
     with pytest.raises(EvalsetError, match=said):
         parse_check("case 'add' check 1", {"tests_pass": args})
+
+
+def test_the_teams_tests_that_import_pytest_run_in_the_sandbox_with_its_basics():
+    """The sandbox sees no site-packages, so `import pytest` failed every test a model wrote "using pytest"
+    (3 of 12 held-out runs): the harness gives such tests raises, approx, fail, skip and parametrize."""
+    tests = ("```python\nimport pytest\n\ndef test_add():\n    assert add(0.1, 0.2) == pytest.approx(0.3)\n\n"
+             "def test_type():\n    with pytest.raises(TypeError):\n        add(1)\n\n"
+             "@pytest.mark.parametrize('a, b, want', [(1, 2, 3), (-1, 1, 0)])\n"
+             "def test_many(a, b, want):\n    assert add(a, b) == want\n```")
+    check = parse_check("case 'add' check 1", {"tests_pass": {"code": "def add(a, b):\n    return a + b\n",
+                                                               "tests_from": "Bob"}})
+    result = asyncio.run(run_check(_tests_record(tests), check))
+    assert result.passed and "4 test(s) passed" in result.reason
+    wrong = tests.replace("(-1, 1, 0)", "(-1, 1, 5)")
+    result = asyncio.run(run_check(_tests_record(wrong), check))
+    assert not result.passed and "test_many[1]" in result.reason
