@@ -4,8 +4,8 @@
 code, then the tests, run in one namespace in rolecast's sandbox (:func:`~actions.tools.sandbox.run_python`:
 a separate confined process, never the framework's); each ``test_`` function the tests define is called
 (top-level asserts count as one test; ``pytest.mark.parametrize`` makes one per case; ``import pytest``
-gets a stand-in with its basics, as the sandbox sees no site-packages) and its outcome — "passed", or the error with the failing line —
-comes back on a line keyed by a nonce the code never sees.
+gets a stand-in with its basics, as the sandbox sees no site-packages) and its outcome — "passed", or the
+error with the failing line — comes back on a line keyed by a nonce the code never sees.
 """
 
 from __future__ import annotations
