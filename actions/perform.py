@@ -14,7 +14,8 @@ Every action a role runs — a react or by_order step (``Role._act``), a task of
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from loguru import logger
@@ -137,17 +138,35 @@ async def _invoke_fitted(owner: Any, action: Action, invoke: Callable[[], Awaita
     check before sending), the fit is tightened and the action runs once more, rather than ending the run."""
     view = fitter(action, 1.0)
     try:
-        with memory_view(owner.rc.memory, view):
+        with memory_view(owner.rc.memory, view), _news_view(owner, view):
             return await invoke()
     except ContextOverflow as exc:
         tighter = fitter(action, TIGHTEN)
         logger.info("{}: the prompt of {} overflowed the window ({}); fitting its memory tighter and running it "
                     "again", owner.name, action.name, exc)
-        with memory_view(owner.rc.memory, tighter):
+        with memory_view(owner.rc.memory, tighter), _news_view(owner, tighter):
             try:
                 return await invoke()
             except ContextOverflow as again:
                 raise again.after_fitting() from None
+
+
+@contextmanager
+def _news_view(owner: Any, view: Any) -> Iterator[None]:
+    """``rc.news`` (the turn's new messages, MetaGPT's ``self.rc.news[-1]``) as ``view.fit_news`` shows it
+    while the action runs: the same messages, the longest cut to fit; as it was afterwards."""
+    fit = getattr(view, "fit_news", None)
+    news = owner.rc.news
+    shown = fit(news) if fit is not None and news else news
+    if shown is news:
+        yield
+        return
+    owner.rc.news = shown
+    try:
+        yield
+    finally:
+        if owner.rc.news is shown:  # (an action that set news itself keeps what it set)
+            owner.rc.news = news
 
 
 __all__ = ["Performer", "perform", "to_message"]

@@ -164,6 +164,14 @@ class MemoryFitter:
                        id=f"omitted-{omitted}")
         return cut_to_fit([*pinned, note, *rest[omitted:]], self.budget)
 
+    def fit_news(self, news: list[Message]) -> list[Message]:
+        """``rc.news`` while the action runs: the turn's new messages, none left out (they are the newest),
+        the longest cut to fit the budget (the same list when they fit)."""
+        if not self.window:
+            return news
+        shown = cut_to_fit(list(news), self.budget)
+        return news if all(a is b for a, b in zip(shown, news, strict=True)) else shown
+
 
 #: the estimated tokens of the note that ends a message cut to fit
 CUT_NOTE_TOKENS = 24

@@ -217,3 +217,27 @@ def test_rolecast_compaction_turns_compaction_on_for_a_script_that_does_not(monk
     monkeypatch.setenv("ROLECAST_COMPACTION", "sometimes")
     with pytest.raises(ConfigError, match="ROLECAST_COMPACTION='sometimes'"):
         Team()
+
+
+async def test_rc_news_read_by_an_act_of_its_own_is_fitted_and_restored_after():
+    """MetaGPT's ``self.rc.news[-1].content`` in an ``_act``: a news message longer than the window is
+    shown cut to fit while the action runs, and rc.news holds the message as it came afterwards."""
+    seen: list = []
+
+    class Answerer(Role):
+        def __init__(self, **data: Any):
+            super().__init__(**data)
+            self.set_actions([Speak])
+
+        async def _act(self) -> Message:
+            said = await self.rc.todo.run(context=self.rc.news[-1].content, name=self.name)
+            return Message(content=said, role=self.profile, sent_from=self.name, cause_by=Speak)
+
+    role = Answerer(name="Ada")
+    role.llm = FunctionLLM(lambda messages: seen.append(messages) or "fine", context_window=WINDOW)
+    huge = Message(content=POINT * 40, sent_from="user")  # about 2,800 tokens: past the window alone
+    role.rc.memory.add(huge)
+    role.rc.news = [huge]
+    await role.react()  # a ContextOverflow before
+    assert "characters cut to fit the window" in seen[-1][-1]["content"]
+    assert role.rc.news == [huge] and role.rc.news[0].content == POINT * 40
