@@ -208,17 +208,18 @@ def parse_check(where: str, item: Any, folder: Path | None = None) -> Check:
     return Check(kind, args)
 
 
+def _one_of(where: str, args: dict[str, Any], sources: tuple[str, ...], what: str) -> None:
+    given = [k for k in sources if k in args]
+    if len(given) != 1:
+        raise EvalsetError(f"{where} takes one of {', '.join(sources)} ({what}); "
+                           f"{'not ' + ' and '.join(given) if given else 'none was given'}")
+
+
 def _tests_source(where: str, args: dict[str, Any], folder: Path | None) -> dict[str, Any]:
-    code = [k for k in CODE_SOURCES if k in args]
-    if len(code) != 1:
-        raise EvalsetError(f"{where} takes one of {', '.join(CODE_SOURCES)} (whose code the tests run against); "
-                           f"{'not ' + ' and '.join(code) if code else 'none was given'}")
+    _one_of(where, args, CODE_SOURCES, "whose code the tests run against")
     if "code" in args:
         args["code"] = _text(f"{where} code", args["code"])
-    given = [k for k in TESTS_SOURCES if k in args]
-    if len(given) != 1:
-        raise EvalsetError(f"{where} takes one of {', '.join(TESTS_SOURCES)} (whose tests to run); "
-                           f"{'not ' + ' and '.join(given) if given else 'none was given'}")
+    _one_of(where, args, TESTS_SOURCES, "whose tests to run")
     if "tests" in args:
         args["tests"] = _text(f"{where} tests", args["tests"])
     if "tests_file" in args:
