@@ -192,14 +192,10 @@ class ContextWindow:
         to the window leaves a prompt that fits; the answer's room is what is left, as llama.cpp's own
         server bounds ``n_predict`` by the context: a 1,024-token debate otherwise died on a 531-token
         prompt plus the default 512 tokens of answer.)"""
-        window = self.context_window
-        text = messages_text(messages)
-        extra = request_tokens(self, tools, schema)
-        if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:  # surely fits: nothing counted
+        prompt = await self._prompt_if_tight(messages, max_tokens, request_tokens(self, tools, schema))
+        if prompt is None:
             return max_tokens
-        if self.token_bound(text, len(messages)) + extra + max_tokens <= window:
-            return max_tokens
-        room = window - (await self.count_tokens(messages) + extra)
+        room = self.context_window - prompt
         if room >= max_tokens or room < min(max_tokens, MIN_ANSWER_ROOM):
             return max_tokens
         logger.debug("{}: the answer's room cut from {} to {} tokens, what the window leaves", self.model,
@@ -210,19 +206,23 @@ class ContextWindow:
         """Raise :class:`~rolecast.errors.ContextOverflow` when the prompt and ``max_tokens`` cannot fit
         the window: before anything is sent, never retried."""
         window = self.context_window
-        text = messages_text(messages)
-        tools, schema = request.get("tools"), request.get("schema")
-        extra = request_tokens(self, tools, schema)
-        # a safe upper bound first (see fit_to_window), then the safe estimate: when either fits, nothing
-        # is counted exactly
-        if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:
-            return
-        if self.token_bound(text, len(messages)) + extra + max_tokens <= window:
-            return
-        prompt = await self.count_tokens(messages) + extra
-        if prompt + max_tokens > window:
+        prompt = await self._prompt_if_tight(messages, max_tokens,
+                                             request_tokens(self, request.get("tools"), request.get("schema")))
+        if prompt is not None and prompt + max_tokens > window:
             raise ContextOverflow(role=role, action=current_action(), prompt_tokens=prompt, max_tokens=max_tokens,
                                   window=window, model=self.model)
+
+    async def _prompt_if_tight(self, messages: Messages, max_tokens: int, extra: int) -> int | None:
+        """None when the prompt (``extra``: its tools and schema) and ``max_tokens`` surely fit the window,
+        nothing counted: a safe upper bound first (see fit_to_window), then the safe estimate; else the
+        prompt's tokens, counted exactly."""
+        window = self.context_window
+        text = messages_text(messages)
+        if 4 * len(text) + 16 * len(messages) + extra + max_tokens <= window:
+            return None
+        if self.token_bound(text, len(messages)) + extra + max_tokens <= window:
+            return None
+        return await self.count_tokens(messages) + extra
 
 
 T = TypeVar("T")
