@@ -31,7 +31,8 @@ from rolecast.testing import FunctionLLM
 from roles import Role
 
 MAX_TRIES = 3  # the first answer and up to two re-asks
-#: what ``rolecast optimize multi_agents.evalset.yaml`` wrote: demonstrations for the coder and the tester
+#: where ``rolecast optimize multi_agents.evalset.yaml --out`` writes a tuning for this team (none is committed:
+#: on the embedded model no candidate beat the prompts as written; see docs/guides/optimize.md)
 TUNING = Path(__file__).with_name("multi_agents.tuning.yaml")
 
 

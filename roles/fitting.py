@@ -167,10 +167,7 @@ class MemoryFitter:
     def fit_news(self, news: list[Message]) -> list[Message]:
         """``rc.news`` while the action runs: the turn's new messages, none left out (they are the newest),
         the longest cut to fit the budget (the same list when they fit)."""
-        if not self.window:
-            return news
-        shown = cut_to_fit(list(news), self.budget)
-        return news if all(a is b for a, b in zip(shown, news, strict=True)) else shown
+        return cut_to_fit(news, self.budget) if self.window else news  # (news itself when nothing is cut)
 
 
 #: the estimated tokens of the note that ends a message cut to fit
@@ -184,7 +181,7 @@ def cut_to_fit(messages: list[Message], budget: int) -> list[Message]:
     costs = [estimate_prompt_tokens(str(m), 0) + 1 for m in messages]
     over = sum(costs) - budget
     if over <= 0:
-        return messages
+        return messages  # the very list given
     out = list(messages)
     for i in sorted(range(len(out)), key=lambda j: -costs[j]):  # the longest first
         if over <= 0 or costs[i] <= 2 * CUT_NOTE_TOKENS:  # (never worth cutting a message shorter than that)
