@@ -91,11 +91,16 @@ def test_importing_the_framework_costs_little_beyond_its_dependencies() -> None:
     Seconds depend on the machine: the least CPU time of the two imports swung from
     0.29 to 0.40 s here with other work on the host, so an absolute bound of 0.3 s flaked in
     CI; the 0.3 s target is bench/bench_framework.py's figure. The least of interleaved tries:
-    noise (a loaded machine, a cold cache, bytecode being written) only adds.
+    noise (a loaded machine, a cold cache, bytecode being written) only adds. Even so the ratio
+    itself swings with load: 1.6x alone here (0.31 vs 0.19 s), 2.35x right after the suite's
+    embedded-model tests (0.45 vs 0.19 s), 2.5x once in CI (0.48 vs 0.19 s) — load slows the
+    framework's 500 small modules more than the dependencies' few. So the bound is 3x: it still
+    catches what matters (a heavy module imported eagerly is tests/test_architecture.py's exact
+    check; this one catches, say, every model's schema built at import).
     """
     framework, dependencies = [], []
     for _ in range(7):
         framework.append(_import_cpu_seconds(FRAMEWORK))
         dependencies.append(_import_cpu_seconds(DEPENDENCIES))
-    assert min(framework) < 2.0 * min(dependencies), (framework, dependencies)
+    assert min(framework) < 3.0 * min(dependencies), (framework, dependencies)
     assert min(framework) < 1.0, framework  # loose: a disaster, not a slow machine
