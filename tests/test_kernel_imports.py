@@ -94,7 +94,7 @@ def test_importing_the_framework_costs_little_beyond_its_dependencies() -> None:
     noise (a loaded machine, a cold cache, bytecode being written) only adds. Even so the ratio
     itself swings with load: 1.6x alone here (0.31 vs 0.19 s), 2.35x right after the suite's
     embedded-model tests (0.45 vs 0.19 s), 2.5x once in CI (0.48 vs 0.19 s) — load slows the
-    framework's 500 small modules more than the dependencies' few. So the bound is 3x: it still
+    framework's many small modules more than the dependencies' few. So the bound is 3x: it still
     catches what matters (a heavy module imported eagerly is tests/test_architecture.py's exact
     check; this one catches, say, every model's schema built at import).
     """
