@@ -216,8 +216,10 @@ class WriteCode(Action):
     test's output) it rewrites ``code`` so that the feedback no longer applies. ``k`` > 1 samples up to
     ``k`` candidates (the first at the action's settings, the rest at :data:`SAMPLING_TEMPERATURE`) and
     keeps the first that defines a function and passes the requirement's visible examples in the sandbox;
-    when none does, the first that at least parses. The candidates asked are in the run log as ordinary
-    calls (a replayed run answers them from it).
+    when none does, the first that at least parses. A rewrite of code that passes the visible examples
+    must pass them too (the bug report may come from a wrong test): when no rewrite does, the code comes
+    back unchanged. The candidates asked are in the run log as ordinary calls (a replayed run answers
+    them from it).
     """
 
     name: str = "WriteCode"
@@ -259,27 +261,44 @@ Return the code in one ```python block, with NO other text.
             if code and feedback else "")
         grammar = CODE_GRAMMAR if not stub else f'root ::= "```python\\n" {literal(stub)} [^`]+ "```"'
         examples = visible_examples(requirement)
+        if code and feedback and examples and (await self._passes(parse_code(code), examples)):
+            # a rewrite must keep what already works: the bug report may come from a wrong test (a small
+            # model's tests often are), and a rewrite that breaks the requirement's own examples is worse
+            return await self._rewrite_keeping(prompt, grammar, stub, requirement, examples, parse_code(code))
         first_valid = ""
         for attempt in range(self.k):
-            answer = await self._candidate(prompt, attempt, grammar)
-            candidate = with_imports(until_function_ends(answer, stub) if stub else answer, requirement)
+            candidate = await self._candidate(prompt, attempt, grammar, stub, requirement)
             if not _has_body(candidate):
                 continue
             if self.k == 1 or not examples:
                 return fenced(candidate)
             first_valid = first_valid or candidate
-            result = await RunCode(timeout=self.timeout).run(candidate, examples_as_test(examples))
-            if result.ok:
+            if await self._passes(candidate, examples):
                 return fenced(candidate)
         return fenced(first_valid or candidate)
 
-    async def _candidate(self, prompt: str, attempt: int, grammar: str) -> str:
+    async def _passes(self, code: str, examples: str) -> bool:
+        return (await RunCode(timeout=self.timeout).run(code, examples_as_test(examples))).ok
+
+    async def _rewrite_keeping(self, prompt: str, grammar: str, stub: str, requirement: str, examples: str,
+                               code: str) -> str:
+        """Up to ``k`` rewrites of ``code`` (which passes the visible examples): the first that still passes
+        them, or ``code`` itself when none does."""
+        for attempt in range(self.k):
+            candidate = await self._candidate(prompt, attempt, grammar, stub, requirement)
+            if _has_body(candidate) and candidate.strip() != code.strip() and await self._passes(candidate, examples):
+                return fenced(candidate)
+        return fenced(code)
+
+    async def _candidate(self, prompt: str, attempt: int, grammar: str, stub: str, requirement: str) -> str:
+        """One answer to ``prompt``: the code, cut where the stub's function ends, with the imports it needs."""
         systems = [self.prefix] if self.prefix else []
         settings: dict[str, Any] = self.settings.model_dump(exclude_none=True) if self.settings else {}
         if attempt:  # later candidates sampled: other answers to the same prompt
             settings.update(temperature=SAMPLING_TEMPERATURE, seed=attempt)
         answer = await self.llm.ask(prompt, systems, settings=settings or None, grammar=grammar)
-        return parse_code(answer)
+        code = parse_code(answer)
+        return with_imports(until_function_ends(code, stub) if stub else code, requirement)
 
 
 class WriteTest(Action):

@@ -122,6 +122,24 @@ async def test_write_code_samples_candidates_and_keeps_the_first_that_passes_the
     assert temperatures[0] is None and temperatures[1:] == [0.8, 0.8]
 
 
+async def test_a_bug_report_never_trades_working_code_for_a_rewrite_that_breaks_the_requirements_examples():
+    # a small model's wrong test blamed the code: every rewrite it offers breaks add(1, 2) == 3
+    broken = iter(["```python\ndef add(a, b):\n    return a * b\n```", "```python\ndef add(a, b):\n    return 5\n```"])
+    llm = FunctionLLM(lambda messages: next(broken))
+    action = WriteCode(k=2)
+    action.llm = llm
+    kept = await action.run(REQUIREMENT, FIXED, "test_add failed: assert add(2, 2) == 5")
+    assert kept == FIXED and len(llm.calls) == 2  # both rewrites asked, both refused: the working code stays
+    # a rewrite that still passes the examples is taken, as before
+    llm = FunctionLLM(lambda messages: "```python\ndef add(a, b):\n    return b + a\n```")
+    action.llm = llm
+    assert "return b + a" in await action.run(REQUIREMENT, FIXED, "make it commutative")
+    # code that fails the examples is rewritten by the ordinary sampling (the first that parses, at worst)
+    llm = FunctionLLM(lambda messages: "```python\ndef add(a, b):\n    return 5\n```")
+    action.llm = llm
+    assert "return 5" in await action.run(REQUIREMENT, "def add(a, b):\n    return a - b", "add(1, 2) != 3")
+
+
 async def test_run_code_reports_outcome_stdout_and_stderr_from_the_sandbox():
     tests = "def test_add():\n    assert add(1, 1) == 2\ndef test_wrong():\n    assert add(1, 1) == 3\n"
     ran = await RunCode().run("def add(a, b):\n    print('adding')\n    return a + b\n", tests)
