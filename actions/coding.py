@@ -98,17 +98,22 @@ def with_imports(code: str, requirement: str) -> str:
 
 def function_stub(requirement: str) -> str:
     """The requirement as the start of its code when it is a function stub — Python whose last function has
-    only a docstring, as a HumanEval prompt — else "". WriteCode then asks for the body alone: the answer
-    starts with the stub, written by the grammar, and the model continues it (the completion HumanEval's
-    problems were made for)."""
-    try:
-        tree = ast.parse(requirement)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ""
-    last = tree.body[-1] if tree.body else None
-    if not isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef)) or _has_body(requirement):
+    only a docstring, as a HumanEval prompt (helpers before it may have bodies) — else "". WriteCode then
+    asks for the body alone: the answer starts with the stub, written by the grammar, and the model
+    continues it (the completion HumanEval's problems were made for)."""
+    last = _last_function(requirement)
+    if last is None or _does_something(last):
         return ""
     return requirement.rstrip() + "\n"
+
+
+def stub_grammar(stub: str) -> str:
+    """The grammar of a stub's continuation: one fenced block that starts with ``stub`` and whose next line
+    is a statement at the body's indentation — the model writes a body, it cannot leave the function empty
+    and go on at the top level (what a small model does, with example calls)."""
+    last = _last_function(stub)
+    indent = " " * (last.body[0].col_offset if last is not None and last.body else 4)
+    return f'root ::= "```python\\n" {literal(stub)} {literal(indent)} [^ \\t\\n`] [^`]* "```"'
 
 
 def until_function_ends(code: str, stub: str) -> str:
@@ -126,25 +131,38 @@ def until_function_ends(code: str, stub: str) -> str:
 
 def defined_functions(code: str) -> list[str]:
     """The names of the top-level functions ``code`` defines ([] when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    tree = _parsed(code)
+    return [node.name for node in (tree.body if tree is not None else [])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def _has_body(code: str) -> bool:
-    """Whether ``code`` defines a function that does something (not only a docstring, ``pass`` or ``...``)."""
+def _parsed(code: str) -> ast.Module | None:
     try:
-        tree = ast.parse(code)
+        return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-            if body and not all(isinstance(b, ast.Pass) for b in body):
-                return True
-    return False
+        return None
+
+
+def _last_function(code: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    tree = _parsed(code)
+    last = tree.body[-1] if tree is not None and tree.body else None
+    return last if isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _does_something(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    return bool(body) and not all(isinstance(b, ast.Pass) for b in body)
+
+
+def _has_body(code: str, name: str = "") -> bool:
+    """Whether ``code`` defines a function that does something (not only a docstring, ``pass`` or ``...``);
+    with ``name``, whether the function of that name does (its last definition)."""
+    tree = _parsed(code)
+    functions = [node for node in (tree.body if tree is not None else [])
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if name:
+        functions = [node for node in functions if node.name == name][-1:]
+    return any(_does_something(node) for node in functions)
 
 
 def examples_as_test(examples: str) -> str:
@@ -259,16 +277,17 @@ Return the code in one ```python block, with NO other text.
         prompt = self.prompt(requirement, code, feedback) if not stub else self.BODY_TEMPLATE.format(
             stub=fenced(stub), feedback=f"\n## Bug report on the last version\n{feedback.strip()}\n{fenced(code)}\n"
             if code and feedback else "")
-        grammar = CODE_GRAMMAR if not stub else f'root ::= "```python\\n" {literal(stub)} [^`]+ "```"'
+        grammar = stub_grammar(stub) if stub else CODE_GRAMMAR
+        asked = defined_functions(stub)[-1] if stub else ""  # the stub's function: its body is what is asked
         examples = visible_examples(requirement)
         if code and feedback and examples and (await self._passes(parse_code(code), examples)):
             # a rewrite must keep what already works: the bug report may come from a wrong test (a small
             # model's tests often are), and a rewrite that breaks the requirement's own examples is worse
-            return await self._rewrite_keeping(prompt, grammar, stub, requirement, examples, parse_code(code))
+            return await self._rewrite_keeping(prompt, grammar, stub, requirement, examples, parse_code(code), asked)
         first_valid = ""
         for attempt in range(self.k):
             candidate = await self._candidate(prompt, attempt, grammar, stub, requirement)
-            if not _has_body(candidate):
+            if not _has_body(candidate, asked):
                 continue
             if self.k == 1 or not examples:
                 return fenced(candidate)
@@ -281,12 +300,13 @@ Return the code in one ```python block, with NO other text.
         return (await RunCode(timeout=self.timeout).run(code, examples_as_test(examples))).ok
 
     async def _rewrite_keeping(self, prompt: str, grammar: str, stub: str, requirement: str, examples: str,
-                               code: str) -> str:
+                               code: str, asked: str) -> str:
         """Up to ``k`` rewrites of ``code`` (which passes the visible examples): the first that still passes
         them, or ``code`` itself when none does."""
         for attempt in range(self.k):
             candidate = await self._candidate(prompt, attempt, grammar, stub, requirement)
-            if _has_body(candidate) and candidate.strip() != code.strip() and await self._passes(candidate, examples):
+            if (_has_body(candidate, asked) and candidate.strip() != code.strip()
+                    and await self._passes(candidate, examples)):
                 return fenced(candidate)
         return fenced(code)
 
