@@ -17,6 +17,7 @@ from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 
 __version__ = "0.1.0"
+"""rolecast's version."""
 
 __all__ = ["__version__", "enable_logging", "library_logging", *_errors_all]
 

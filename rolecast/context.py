@@ -206,6 +206,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Scope:
+    """The context (and the role, if any) that code running inside :func:`scope` sees."""
+
     context: Context
     role: str | None = None
 

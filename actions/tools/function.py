@@ -302,8 +302,8 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-# Semantic Kernel's spelling
 kernel_function = tool
+"""Semantic Kernel's name for :func:`tool` (``@kernel_function(description=...)``)."""
 
 
 class Plugin:

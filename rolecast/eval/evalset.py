@@ -27,7 +27,6 @@ from .cases_file import file_cases
 EVALSET_KEYS = ("name", "team", "repeat", "threshold", "n_round", "investment", "description", "cases",
                 "cases_file")
 CASE_KEYS = ("id", "idea", "n_round", "investment", "expect")
-#: each check → its arguments (required ones first, in :data:`REQUIRED`); a scalar check takes one value
 CHECKS: dict[str, tuple[str, ...]] = {
     "contains": ("text", "role", "case_sensitive"),
     "roles_spoke": ("roles", "order"),
@@ -39,6 +38,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "max_calls": (),
     "max_cost": (),
 }
+"""Each check → its arguments (required ones first, in :data:`REQUIRED`); a scalar check takes one value."""
 REQUIRED: dict[str, tuple[str, ...]] = {
     "contains": ("text",), "roles_spoke": ("roles",), "actions_ran": ("actions",),
     "judge": ("rubric",), "python": ("function",),

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from ..errors import InvalidChoice, LLMAPIError
 
 Messages = list[dict[str, Any]]
+"""A conversation: OpenAI chat dictionaries (``{"role": "user", "content": "..."}``)."""
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
@@ -30,6 +31,8 @@ DEFAULT_FIX = "That answer is invalid: {error}\nAnswer again with corrected JSON
 
 @dataclass
 class Usage:
+    """The tokens one model call used (``estimated`` when the provider did not say and they were counted)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False

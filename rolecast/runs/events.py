@@ -63,20 +63,31 @@ FORMAT_VERSION = 4
 
 # Event kinds, in the order a run writes them.
 RUN_STARTED = "run_started"
+"""A run began: its idea, roles and settings (the first event of every run)."""
 ROUND_STARTED = "round_started"
+"""A round began (``{"round"}``)."""
 MESSAGE = "message"
+"""A message was published on the environment's bus (the message, whole)."""
 LLM_CALL = "llm_call"
+"""A model call: its request, then its answer and usage (written before the answer is used)."""
 TURN_STARTED = "turn_started"
-#: a role's answer to "which action next?" was not a valid choice; its turn ended ({"raw", "n_options", "error"})
+"""A role began its turn in a round."""
 STATE_INVALID = "state_invalid"
+"""A role's answer to "which action next?" was not a valid choice; its turn ended
+(``{"raw", "n_options", "error"}``)."""
 TURN_FINISHED = "turn_finished"
+"""A role's turn ended (the action it ran, or none)."""
 #: a prompt left out older messages to fit the model's context window
 #: ({"purpose", "kept", "omitted", "unit", "window", "budget", "max_tokens", "history_tokens", "omitted_tokens"})
 HISTORY_FITTED = "history_fitted"
 TURN_FAILED = "turn_failed"
+"""A role raised during its turn: the error, typed and named, and the turn's partial work."""
 ROUND_FINISHED = "round_finished"
+"""A round ended: the state a resume restores from."""
 RUN_STOPPED = "run_stopped"
+"""A run ended: why (done, round limit, budget, error), its calls (live and replayed) and cost."""
 CHECKPOINT = "checkpoint"
+"""A snapshot of the roles' state a long run can resume from without replaying every round."""
 #: where a run comes from: a fork of another run at a round, or a rerun reusing another's answers
 LINEAGE = "lineage"
 #: a deferred approval asked (the run pauses there) / answered (by a person, later, in any process)
@@ -91,10 +102,12 @@ DURABLE_KINDS = frozenset({
     RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED,
     APPROVAL_DECIDED,
 })
+"""The event kinds the run log writes at once (synced), not with the next write."""
 EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED, HISTORY_FITTED,
 )
+"""Every event kind a run log holds."""
 
 
 # ------------------------------------------------------------------ payloads
@@ -148,9 +161,9 @@ class RoundStartedData(TypedDict, total=False):
     runtime: str
 
 
-#: the address of a broadcast (``Message.send_to``), in messages and in their logged events; defined
-#: here, the kernel's lowest place that knows it, and re-exported by :mod:`memory`
+# defined here, the kernel's lowest place that knows it, and re-exported by :mod:`memory`
 MESSAGE_ROUTE_TO_ALL = "<all>"
+"""The address of a broadcast (``Message.send_to``), in messages and in their logged events."""
 
 
 class MessageData(TypedDict):

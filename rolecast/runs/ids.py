@@ -20,6 +20,7 @@ from ..errors import UsageError
 
 #: the characters and length a run id may have
 RUN_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+"""What a run id may be: 1–128 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit."""
 _RUN_ID = re.compile(RUN_ID_PATTERN)
 
 

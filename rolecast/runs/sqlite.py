@@ -33,6 +33,7 @@ from .sqlite_schema import TEXTS_INSERT as _TEXTS_INSERT
 from .sqlite_schema import insert_sql, variables
 
 DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
+"""Where runs are logged when no store is named (relative to the working directory)."""
 #: the WAL is copied into the database file once it holds this many pages (4 KiB each)
 WAL_CHECKPOINT_PAGES = 8192
 #: a batch written behind (:meth:`SQLiteRunStore.extend_behind`) is written at once instead when the

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 #: the modules of the ``serve`` extra
 REQUIRES = ("a2a", "starlette", "uvicorn", "jinja2", "httpx")
+"""The modules serving needs (the ``serve`` extra)."""
 
 _LAZY = {"create_app": ".app", "run_command": ".server", "serve": ".server", "load_target": ".server"}
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 #: the packages of the ``studio`` extra
 REQUIRES = ("starlette", "uvicorn", "jinja2")
+"""The modules the studio needs (the ``studio`` extra)."""
 
 _LAZY = {"create_app": ".app", "run_command": ".server", "serve": ".server", "RunSource": ".source"}
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
