@@ -366,13 +366,14 @@ class Team(Model):
             raise BudgetExceeded(cm.total_cost, cm.max_budget)
 
     async def run(
-        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole | None = None
     ) -> History:
         """Run up to ``n_round`` rounds (at least one), stopping early when every role is idle.
 
         Returns the environment's history (every message published, in order).
         ``console=True`` shows the run live in the terminal (plain text when stdout is
-        not a terminal; see :mod:`rolecast.observe.console`); off by default for library use.
+        not a terminal; see :mod:`rolecast.observe.console`), ``False`` never; by default it is shown
+        when stdout is a terminal (a script a person runs, as MetaGPT streams) or ``$ROLECAST_CONSOLE=1``.
         """
         if isinstance(n_round, bool) or not isinstance(n_round, int) or n_round <= 0:
             raise UsageError(f"n_round is the number of rounds to run, a positive whole number; not {n_round!r}")
@@ -552,7 +553,7 @@ class Team(Model):
         return described
 
     def run_sync(
-        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole = False
+        self, n_round: int = 3, idea: str = "", send_to: str = "", *, console: bool | RunConsole | None = None
     ) -> History:
         """:meth:`run` for plain scripts. Refuses to run inside a running event loop."""
         try:

@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from support import ROOT
 
 from actions import Action
 from environment import Team
+from rolecast.errors import ConfigError
 from rolecast.llm.base import BaseLLM, Completion, LLMSettings, Messages, Usage
 from rolecast.observe.console import RunConsole
 from rolecast.runs.store import RunEvent
@@ -67,8 +69,41 @@ async def test_the_console_is_off_by_default_and_shows_a_failure():
     assert "✗ Ada (Writer) failed: ActionFailed" in text and "model on fire" in text
     assert "stopped: error: ActionFailed after 1 round(s)" in text
     quiet = team_of_two(ScriptedLLM(["x"]))
-    await quiet.run(n_round=1, idea="go")  # no console: nothing subscribed
+    await quiet.run(n_round=1, idea="go")  # stdout is not a terminal here: no console subscribed
     assert not [s for s in quiet.run_log._subscribers if isinstance(s, RunConsole)]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_a_script_run_in_a_terminal_shows_its_run_unasked_as_metagpt_streams(monkeypatch):
+    # a ported MetaGPT script says nothing of a console: run by a person, it shows the run as it goes
+    monkeypatch.delenv("ROLECAST_CONSOLE", raising=False)
+    monkeypatch.setattr("sys.stdout", Terminal())
+    team = team_of_two(ScriptedLLM(["first draft", "a critique"]))
+    await team.run(n_round=2, idea="write a haiku")
+    shown = sys.stdout.getvalue()
+    assert "first draft" in shown and "a critique" in shown and "run summary" in shown
+    # console=False (a library's run, a server's) stays quiet on a terminal too
+    monkeypatch.setattr("sys.stdout", Terminal())
+    await team_of_two(ScriptedLLM(["x", "y"])).run(n_round=2, idea="go", console=False)
+    assert sys.stdout.getvalue() == ""
+
+
+async def test_rolecast_console_turns_the_view_on_or_off_for_every_run_that_does_not_say(monkeypatch):
+    monkeypatch.setattr("sys.stdout", io.StringIO())  # a pipe: off unless asked
+    monkeypatch.setenv("ROLECAST_CONSOLE", "1")
+    await team_of_two(ScriptedLLM(["first draft", "a critique"])).run(n_round=2, idea="go")
+    assert "Ada (Writer) → everyone · Say" in sys.stdout.getvalue().splitlines()  # plain lines off a terminal
+    monkeypatch.setattr("sys.stdout", Terminal())
+    monkeypatch.setenv("ROLECAST_CONSOLE", "0")
+    await team_of_two(ScriptedLLM(["x", "y"])).run(n_round=2, idea="go")
+    assert sys.stdout.getvalue() == ""
+    monkeypatch.setenv("ROLECAST_CONSOLE", "loud")
+    with pytest.raises(ConfigError, match="ROLECAST_CONSOLE='loud'"):
+        await team_of_two(ScriptedLLM(["x"])).run(n_round=1, idea="go")
 
 
 def test_model_calls_are_counted_per_role_and_long_messages_clipped():

@@ -125,7 +125,7 @@ async def _run_one(source: TeamSource, store: RunStore, case: Case, binding: Run
     if case.investment is not None:
         team.invest(case.investment)
     try:
-        await team.run(n_round=case.n_round, idea=case.idea)
+        await team.run(n_round=case.n_round, idea=case.idea, console=False)  # (eval prints its own progress)
     except UsageError:
         raise
     except Exception as exc:  # the run's own failure: logged in its run_stopped, scored as a failed run

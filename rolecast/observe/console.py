@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 from ..accounting.cost import CostManager
-from ..errors import RolecastError
+from ..errors import ConfigError, RolecastError
 from ..runs import events as run_events
 from ..runs.approvals import EXIT_WAITING
 from ..runs.events import HISTORY_FITTED, MESSAGE_ROUTE_TO_ALL, STATE_INVALID
@@ -388,10 +388,31 @@ class RunConsole:
             self._line(f"── {title} ──")
 
 
+#: shows every team run live (1) or none (0) that does not say; unset: shown when stdout is a terminal
+CONSOLE_ENV = "ROLECAST_CONSOLE"
+
+
+def console_by_default() -> bool:
+    """Whether a run that does not say (``Team.run(console=None)``) is shown: ``$ROLECAST_CONSOLE`` (1 or 0),
+    else whether stdout is a terminal — a script run by a person shows its run as it goes, as MetaGPT's
+    stream by default; a pipe, a test, a server's log stay quiet."""
+    raw = os.environ.get(CONSOLE_ENV, "").strip().lower()
+    if raw in ("1", "true", "on", "yes"):
+        return True
+    if raw in ("0", "false", "off", "no"):
+        return False
+    if raw:
+        raise ConfigError(f"{CONSOLE_ENV}={raw!r}: give 1 (show every run) or 0 (show none)")
+    return bool(getattr(sys.stdout, "isatty", lambda: False)())
+
+
 def open_console(console: bool | RunConsole | None) -> RunConsole | None:
-    """The console for ``Team.run(console=...)``: a given one, a new one for ``True``, else None."""
+    """The console for ``Team.run(console=...)``: a given one, a new one for ``True``, none for ``False``;
+    ``None`` (not said): :func:`console_by_default`."""
     if isinstance(console, RunConsole):
         return console
+    if console is None:
+        console = console_by_default()
     return RunConsole() if console else None
 
 

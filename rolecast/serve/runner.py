@@ -243,7 +243,7 @@ class TeamRunner:
 
     async def _drive(self, served: Served, team: Any, idea: str) -> None:
         try:
-            history = await team.run(n_round=served.rounds, idea=idea)
+            history = await team.run(n_round=served.rounds, idea=idea, console=False)  # (a server's runs)
             if history.status == "waiting":
                 served.outcome, served.detail = WAITING, ", ".join(history.pending)
                 served.watcher = asyncio.ensure_future(self._watch(served))
