@@ -174,7 +174,8 @@ def examples_as_test(examples: str) -> str:
         "    _lines = []\n"
         "    _runner = _doctest.DocTestRunner(optionflags=_doctest.NORMALIZE_WHITESPACE | _doctest.ELLIPSIS)\n"
         "    _runner.run(_test, out=_lines.append)\n"
-        "    assert _runner.failures == 0, ''.join(_lines)[-600:]\n"
+        "    _report = [_line for _line in ''.join(_lines).splitlines() if not _line.startswith(('File ', '***'))]\n"
+        "    assert _runner.failures == 0, chr(10).join(_report)[-600:]\n"
     )
 
 
