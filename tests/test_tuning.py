@@ -176,6 +176,41 @@ async def test_optimize_bootstraps_demos_that_lift_dev_and_writes_the_tuning_and
     assert demo.output == "ANSWER_OK" and "easy" in demo.input and demo.source  # from a passing train run
 
 
+async def test_the_studio_shows_an_optimizations_candidates_and_the_winners_diff(project):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from rolecast.studio.app import create_app
+    from rolecast.studio.evals import diff_lines
+    from rolecast.studio.source import RunSource
+
+    folder, _ = project
+    seed = _seed_with_a_hard_dev_case(folder / "set.yaml")
+    result = await optimize(folder / "set.yaml", folder / "tuned.yaml", store=folder / "runs.db", seed=seed,
+                            max_demos=2)
+    kept = json.loads((folder / "optimizations" / f"{result.id}.json").read_text())
+    assert kept["running"] is False and kept["best"]["id"] == result.best.id != "baseline"
+    [change] = kept["changes"]
+    assert change["key"] == "action:Solve.demos" and change["demos"][0]["output"] == "ANSWER_OK"
+    source = RunSource(folder / "runs.db")
+    try:
+        client = TestClient(create_app(source, hosts=None, warm=False))
+        listing = client.get("/evals")
+        assert listing.status_code == 200 and result.id in listing.text and "Optimizations" in listing.text
+        page = client.get("/evals", params={"optimization": result.id})
+        assert page.status_code == 200
+        # every candidate with its scores, the winner starred, each linking to its eval
+        assert all(c.id in page.text for c in [result.baseline, *result.candidates])
+        assert f"{result.best.id} ★" in page.text and f'id={result.best.eval_id}' in page.text
+        assert "action:Solve.demos" in page.text and "ANSWER_OK" in page.text  # what the winner adds
+        assert client.get("/evals", params={"optimization": "../runs"}).status_code == 404
+    finally:
+        source.close()
+    # a teacher's instruction shows as lines gone and lines new
+    assert diff_lines("Write code.\nBe brief.", "Write code.\nName the function.") == [
+        (" ", "Write code."), ("-", "Be brief."), ("+", "Name the function.")]
+
+
 async def test_optimize_again_redoes_no_finished_candidate(project):
     folder, _ = project
     seed = _seed_with_a_hard_dev_case(folder / "set.yaml")

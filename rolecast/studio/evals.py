@@ -1,5 +1,6 @@
-"""The studio's Eval page: the evals of the store (``rolecast eval``), one eval's cases and runs, and
-two evals side by side.
+"""The studio's Eval page: the evals of the store (``rolecast eval``), one eval's cases and runs, two
+evals side by side, and the optimizations (``rolecast optimize``): each candidate's scores and the
+winner's diff.
 
 An eval's scores are kept beside the store (``<store folder>/evals/<eval id>.json``, written by
 :func:`rolecast.eval.runner.save_result` after each scoring); its runs are ordinary runs of the
@@ -10,6 +11,7 @@ says so.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,35 @@ def read_eval(folder: Path, eval_id: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("cases"), list) else None
 
 
+def read_optimization(folder: Path, optimization_id: str) -> dict[str, Any] | None:
+    """The report of ``optimization_id`` kept beside the store (None: none, a bad id, not a report)."""
+    if not EVAL_ID.fullmatch(optimization_id or ""):
+        return None
+    file = folder / f"{optimization_id}.json"
+    try:
+        if not file.is_file() or file.stat().st_size > MAX_BYTES:
+            return None
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and isinstance(data.get("candidates"), list) and isinstance(data.get("baseline"), dict)
+    return data if ok else None
+
+
+def list_optimizations(folder: Path | None) -> list[dict[str, Any]]:
+    """Every optimization with a kept report, by id."""
+    if folder is None or not folder.is_dir():
+        return []
+    found = [read_optimization(folder, f.stem) for f in sorted(folder.glob("*.json"))]
+    return [o for o in found if o is not None]
+
+
+def diff_lines(before: str, after: str) -> list[tuple[str, str]]:
+    """``(kind, line)`` of the text as written against as tuned: kind ``-`` (gone), ``+`` (new) or ``" "``."""
+    return [(line[:1], line[2:]) for line in difflib.ndiff(str(before).splitlines(), str(after).splitlines())
+            if line[:1] in "-+ "]
+
+
 def list_evals(folder: Path | None) -> list[dict[str, Any]]:
     """Every eval with kept scores, newest first (ids end with their UTC start time)."""
     if folder is None or not folder.is_dir():
@@ -62,10 +93,23 @@ async def evals(request: Request) -> Response:
     """``/evals``: the list; ``/evals?id=EVAL``: one eval; ``&with=OTHER``: two side by side."""
     studio = request.app.state.studio
     folder = evals_folder(studio.source)
+    runs = folder.parent / "optimizations" if folder is not None else None
     wanted, other = request.query_params.get("id", ""), request.query_params.get("with", "")
+    optimization = request.query_params.get("optimization", "")
+    if optimization:
+        report = await asyncio.to_thread(read_optimization, runs, optimization) if runs is not None else None
+        if report is None:
+            return studio.page("error.html", 404, title="Not found", kind="UsageError",
+                               message=f"no optimization {optimization!r} with a kept report beside this store")
+        changes = [{**change, "diff": diff_lines(change.get("before", ""), change.get("after", ""))}
+                   for change in report.get("changes") or [] if isinstance(change, dict)]
+        return studio.page("optimization.html", title=f"Optimization {optimization}", report=report,
+                           changes=changes)
     if not wanted:
         found = await asyncio.to_thread(list_evals, folder)
-        return studio.page("evals.html", title="Evals", evals=found, folder=folder, one=None, two=None)
+        optimizations = await asyncio.to_thread(list_optimizations, runs)
+        return studio.page("evals.html", title="Evals", evals=found, folder=folder, one=None, two=None,
+                           optimizations=optimizations)
     one = await asyncio.to_thread(read_eval, folder, wanted) if folder is not None else None
     if one is None:
         return studio.page("error.html", 404, title="Not found", kind="UsageError",
@@ -78,4 +122,5 @@ async def evals(request: Request) -> Response:
     return studio.page("evals.html", title=f"Eval {wanted}", evals=[], folder=folder, one=one, two=two, rows=rows)
 
 
-__all__ = ["evals", "evals_folder", "list_evals", "read_eval", "side_by_side"]
+__all__ = ["diff_lines", "evals", "evals_folder", "list_evals", "list_optimizations", "read_eval",
+           "read_optimization", "side_by_side"]

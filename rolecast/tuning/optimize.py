@@ -124,18 +124,53 @@ class OptimizeResult:
     spent_calls: int
     budget_calls: int | None
     stopped: str = ""
+    #: the optimization's id (``opt-<evalset>-<plan>``: the same command again has the same one)
+    id: str = ""
+    #: what the winner changes, per key: the text as written and as tuned, and its demonstrations
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         base, best = self.baseline, self.best
         better = sum(1 for c, ok in best.dev_cases.items() if ok and not base.dev_cases.get(c))
         worse = sum(1 for c, ok in best.dev_cases.items() if not ok and base.dev_cases.get(c))
         return {
-            "evalset": self.evalset, "split": {"train": self.train, "dev": self.dev},
+            "id": self.id, "evalset": self.evalset, "split": {"train": self.train, "dev": self.dev},
             "baseline": base.as_dict(), "best": best.as_dict(),
             "candidates": [c.as_dict() for c in self.candidates],
             "paired_dev": {"improved": better, "worsened": worse, "cases": len(best.dev_cases)},
             "live_calls": self.spent_calls, "budget_calls": self.budget_calls, "stopped": self.stopped,
+            "changes": self.changes,
         }
+
+
+def winner_changes(best: Candidate, known: dict[str, str]) -> list[dict[str, Any]]:
+    """Per key the winner tunes: ``key``, ``before`` (the text as written), ``after`` (the tuned text, or the
+    same when only demonstrations are added) and ``demos`` (each ``input`` and ``output``)."""
+    return [{"key": key, "before": known.get(key, ""),
+             "after": tuned.text if tuned.text is not None else known.get(key, ""),
+             "demos": [demo.as_dict() for demo in tuned.demos]}
+            for key, tuned in sorted(best.tuning.keys.items())]
+
+
+def report_file(home: Path | None, optimization_id: str) -> Path | None:
+    """Where an optimization's report is kept beside the store, rewritten after every candidate (the
+    studio's Evals page reads it): ``<store folder>/optimizations/<id>.json``; None without a folder."""
+    return None if home is None else home / "optimizations" / f"{optimization_id}.json"
+
+
+def save_report(store: RunStore, result: OptimizeResult, running: bool) -> None:
+    """Keep ``result`` in :func:`report_file` (atomically); a failure to write is a warning, never the
+    optimization's end."""
+    path = report_file(store.home, result.id)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".part")
+        partial.write_text(json.dumps({**result.as_dict(), "running": running}, ensure_ascii=False), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        logger.warning("could not keep the report of optimization {} in {}: {}", result.id, path, exc)
 
 
 def split_cases(evalset: Evalset, dev_share: float, seed: int) -> tuple[list[str], list[str]]:
@@ -315,6 +350,15 @@ async def optimize(
         best = base
         best_tuning_written(out, best, evalset)
         known = _surface_of(evalset)
+        candidates: list[Candidate] = []
+
+        def reported(running: bool) -> OptimizeResult:  # (kept beside the store after each candidate)
+            made = OptimizeResult(evalset.name, train, dev_ids, base, candidates, best, spent, budget_calls,
+                                  stopped, f"opt-{evalset.slug[:24]}-{plan}", winner_changes(best, known))
+            save_report(opened, made, running)
+            return made
+
+        reported(running=True)
         tunings: list[tuple[Tuning, str]] = []
         if optimizer in ("bootstrap", "gepa"):
             demos = demos_of(opened, base_result, train, evalset)
@@ -323,7 +367,6 @@ async def optimize(
             model = teacher if teacher is not None and not isinstance(teacher, str) else \
                 Context().llm(teacher) if isinstance(teacher, str) else Context().llm()
             tunings += [(t, "teacher") for t in await instruct_candidates(model, base_result, train, known, 3)]
-        candidates: list[Candidate] = []
         for i, (tuning, origin) in enumerate(tunings, 1):
             need = int(per_run * len(base_result.cases) * evalset.repeat)
             if budget_calls is not None and spent + need > budget_calls:
@@ -335,9 +378,10 @@ async def optimize(
             if _better(candidate, best, base):
                 best = candidate
                 best_tuning_written(out, best, evalset)
+            reported(running=True)
             if on_candidate is not None:
                 on_candidate(candidate, best)
-        return OptimizeResult(evalset.name, train, dev_ids, base, candidates, best, spent, budget_calls, stopped)
+        return reported(running=False)
     finally:
         if not isinstance(store, RunStore):
             opened.close()
@@ -372,5 +416,5 @@ def _surface_of(evalset: Evalset) -> dict[str, str]:
             close()
 
 
-__all__ = ["OPTIMIZERS", "Candidate", "OptimizeResult", "bootstrap_candidates", "demos_of", "optimize",
-           "split_cases"]
+__all__ = ["OPTIMIZERS", "Candidate", "OptimizeResult", "bootstrap_candidates", "demos_of", "optimize", "report_file",
+           "split_cases", "winner_changes"]
