@@ -95,14 +95,12 @@ APPROVAL_REQUESTED = "approval_requested"
 APPROVAL_DECIDED = "approval_decided"
 #: not an event: a journal line holding texts an event refers to (``{key: text}``; see RunEvent.texts)
 TEXTS = "texts"
-# Events the run log writes at once (a model call: before its answer is used). The others
-# ride with the next write: they are re-derived by re-executing the run, while a model call
-# (paid for) must never be lost once answered.
 DURABLE_KINDS = frozenset({
     RUN_STARTED, LLM_CALL, TURN_FAILED, ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED,
     APPROVAL_DECIDED,
 })
-"""The event kinds the run log writes at once (synced), not with the next write."""
+"""The kinds the run log writes at once (a model call: before its answer is used); the others ride with the
+next write: re-executing the run re-derives them, while a model call, paid for, must never be lost."""
 EVENT_KINDS = (
     RUN_STARTED, ROUND_STARTED, MESSAGE, LLM_CALL, TURN_STARTED, STATE_INVALID, TURN_FINISHED, TURN_FAILED,
     ROUND_FINISHED, RUN_STOPPED, CHECKPOINT, LINEAGE, APPROVAL_REQUESTED, APPROVAL_DECIDED, HISTORY_FITTED,

@@ -36,11 +36,10 @@ DEFAULT_STORE_PATH = Path(".rolecast") / "runs.db"
 """Where runs are logged when no store is named (relative to the working directory)."""
 #: the WAL is copied into the database file once it holds this many pages (4 KiB each)
 WAL_CHECKPOINT_PAGES = 8192
-#: a batch written behind (:meth:`SQLiteRunStore.extend_behind`) is written at once instead when the
-#: journal holds this much: its events are then all the journal holds that is not in the database, and
-#: the journal is emptied with it (it cannot be emptied while the caller stages more events during a
-#: write behind it), so the file stays this small however long the run (the process keeps in memory
-#: only the part not in the database: see Journal.committed)
+#: a batch written behind (:meth:`SQLiteRunStore.extend_behind`) is written at once instead when the journal
+#: holds this much: its events are then all the journal holds that is not in the database, and the journal
+#: is emptied with it (it cannot be while the caller stages more events during a write behind it), so the
+#: file stays this small however long the run (memory keeps only what is not in the database: Journal.committed)
 BEHIND_BYTES = 64 << 20
 #: whether a store with a journal writes a full batch behind, in its own thread (False: at once). Off:
 #: on 2 cores the thread's inserts and the event loop slowed each other (100,000 agents: 253-281 µs
