@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import zlib
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
@@ -235,7 +236,9 @@ class WriteCode(Action):
     test's output) it rewrites ``code`` so that the feedback no longer applies. ``k`` > 1 samples up to
     ``k`` candidates (the first at the action's settings, the rest at :data:`SAMPLING_TEMPERATURE`) and
     keeps the first that defines a function and passes the requirement's visible examples in the sandbox;
-    when none does, the first that at least parses. A rewrite of code that passes the visible examples
+    when none does, the first that at least parses; a candidate met before is not run again. Rewriting,
+    every other candidate is asked afresh from the requirement alone (a small model shown failing code
+    copies it). A rewrite of code that passes the visible examples
     must pass them too (the bug report may come from a wrong test): when no rewrite does, the code comes
     back unchanged. The candidates asked are in the run log as ordinary calls (a replayed run answers
     them from it).
@@ -285,11 +288,21 @@ Return the code in one ```python block, with NO other text.
             # a rewrite must keep what already works: the bug report may come from a wrong test (a small
             # model's tests often are), and a rewrite that breaks the requirement's own examples is worse
             return await self._rewrite_keeping(prompt, grammar, stub, requirement, examples, parse_code(code), asked)
-        first_valid = ""
+        prompts, seed = [prompt], 0
+        if code and feedback and self.k > 1:
+            # a rewrite's prompt shows the failing code, and a small model copies it: every other candidate
+            # is asked afresh, from the requirement alone, with seeds of its own (from the failing code: a
+            # replayed run asks the same) so it is not one of the first round's samples again
+            prompts.append(self.prompt(requirement) if not stub else self.BODY_TEMPLATE.format(stub=fenced(stub),
+                                                                                                 feedback=""))
+            seed = zlib.crc32(code.encode()) % 100_000 * self.k
+        first_valid, tried = "", set()
         for attempt in range(self.k):
-            candidate = await self._candidate(prompt, attempt, grammar, stub, requirement)
-            if not _has_body(candidate, asked):
+            candidate = await self._candidate(prompts[attempt % len(prompts)], attempt, grammar, stub, requirement,
+                                              seed)
+            if not _has_body(candidate, asked) or candidate in tried:
                 continue
+            tried.add(candidate)
             if self.k == 1 or not examples:
                 return fenced(candidate)
             first_valid = first_valid or candidate
@@ -311,12 +324,13 @@ Return the code in one ```python block, with NO other text.
                 return fenced(candidate)
         return fenced(code)
 
-    async def _candidate(self, prompt: str, attempt: int, grammar: str, stub: str, requirement: str) -> str:
+    async def _candidate(self, prompt: str, attempt: int, grammar: str, stub: str, requirement: str,
+                         seed: int = 0) -> str:
         """One answer to ``prompt``: the code, cut where the stub's function ends, with the imports it needs."""
         systems = [self.prefix] if self.prefix else []
         settings: dict[str, Any] = self.settings.model_dump(exclude_none=True) if self.settings else {}
         if attempt:  # later candidates sampled: other answers to the same prompt
-            settings.update(temperature=SAMPLING_TEMPERATURE, seed=attempt)
+            settings.update(temperature=SAMPLING_TEMPERATURE, seed=seed + attempt)
         answer = await self.llm.ask(prompt, systems, settings=settings or None, grammar=grammar)
         code = parse_code(answer)
         return with_imports(until_function_ends(code, stub) if stub else code, requirement)

