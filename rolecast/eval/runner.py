@@ -225,16 +225,21 @@ def results_file(home: Path | None, eval_id: str) -> Path | None:
 
 def save_result(store: RunStore, result: EvalResult) -> None:
     """Keep ``result`` in :func:`results_file` (a rescore replaces the eval's scores); never fails the eval."""
-    path = results_file(store.home, result.eval_id)
+    keep_json(results_file(store.home, result.eval_id), result.as_dict(), f"the scores of eval {result.eval_id}")
+
+
+def keep_json(path: Path | None, data: dict[str, Any], what: str) -> None:
+    """Write ``data`` to ``path`` as JSON, atomically (a reader never sees half a file); nothing for None. A
+    failure to write is a warning naming ``what``: keeping a report never ends the work it reports."""
     if path is None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".part")
-        partial.write_text(json.dumps(result.as_dict(), ensure_ascii=False), encoding="utf-8")
+        partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         partial.replace(path)
     except OSError as exc:
-        logger.warning("could not keep the scores of eval {} in {}: {}", result.eval_id, path, exc)
+        logger.warning("could not keep {} in {}: {}", what, path, exc)
 
 
 async def _evaluate(

@@ -31,32 +31,30 @@ def evals_folder(source: RunSource) -> Path | None:
     return None if path is None else Path(path).parent / "evals"
 
 
-def read_eval(folder: Path, eval_id: str) -> dict[str, Any] | None:
-    """The scores of ``eval_id`` (None: no such eval, a bad id, or a file that does not read as scores)."""
-    if not EVAL_ID.fullmatch(eval_id or ""):
+def _read_kept(folder: Path, file_id: str) -> dict[str, Any] | None:
+    """The JSON object kept as ``folder/<file_id>.json`` (None: a bad id, no such file, too big, not JSON)."""
+    if not EVAL_ID.fullmatch(file_id or ""):
         return None
-    file = folder / f"{eval_id}.json"
+    file = folder / f"{file_id}.json"
     try:
         if not file.is_file() or file.stat().st_size > MAX_BYTES:
             return None
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("cases"), list) else None
+    return data if isinstance(data, dict) else None
+
+
+def read_eval(folder: Path, eval_id: str) -> dict[str, Any] | None:
+    """The scores of ``eval_id`` (None: no such eval, a bad id, or a file that does not read as scores)."""
+    data = _read_kept(folder, eval_id)
+    return data if data is not None and isinstance(data.get("cases"), list) else None
 
 
 def read_optimization(folder: Path, optimization_id: str) -> dict[str, Any] | None:
     """The report of ``optimization_id`` kept beside the store (None: none, a bad id, not a report)."""
-    if not EVAL_ID.fullmatch(optimization_id or ""):
-        return None
-    file = folder / f"{optimization_id}.json"
-    try:
-        if not file.is_file() or file.stat().st_size > MAX_BYTES:
-            return None
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(data, dict) and isinstance(data.get("candidates"), list) and isinstance(data.get("baseline"), dict)
+    data = _read_kept(folder, optimization_id)
+    ok = data is not None and isinstance(data.get("candidates"), list) and isinstance(data.get("baseline"), dict)
     return data if ok else None
 
 

@@ -44,7 +44,7 @@ from ..context import Context
 from ..errors import UsageError
 from ..eval.evalset import Case, Evalset, load_evalset
 from ..eval.results import EvalResult, RunResult, wilson
-from ..eval.runner import TeamSource, run_eval
+from ..eval.runner import TeamSource, keep_json, run_eval
 from ..runs import LLM_CALL, open_store
 from ..runs.base import RunStore
 from ..runs.binding import RunBinding, bind_next_team
@@ -161,16 +161,8 @@ def report_file(home: Path | None, optimization_id: str) -> Path | None:
 def save_report(store: RunStore, result: OptimizeResult, running: bool) -> None:
     """Keep ``result`` in :func:`report_file` (atomically); a failure to write is a warning, never the
     optimization's end."""
-    path = report_file(store.home, result.id)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".part")
-        partial.write_text(json.dumps({**result.as_dict(), "running": running}, ensure_ascii=False), encoding="utf-8")
-        partial.replace(path)
-    except OSError as exc:
-        logger.warning("could not keep the report of optimization {} in {}: {}", result.id, path, exc)
+    keep_json(report_file(store.home, result.id), {**result.as_dict(), "running": running},
+              f"the report of optimization {result.id}")
 
 
 def split_cases(evalset: Evalset, dev_share: float, seed: int) -> tuple[list[str], list[str]]:
