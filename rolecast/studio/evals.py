@@ -99,7 +99,8 @@ async def evals(request: Request) -> Response:
         if report is None:
             return studio.page("error.html", 404, title="Not found", kind="UsageError",
                                message=f"no optimization {optimization!r} with a kept report beside this store")
-        changes = [{**change, "diff": diff_lines(change.get("before", ""), change.get("after", ""))}
+        changes = [{**change, "diff": diff_lines(change.get("before", ""), change.get("after", ""))
+                    if change.get("before") != change.get("after") else []}  # (only demonstrations added)
                    for change in report.get("changes") or [] if isinstance(change, dict)]
         return studio.page("optimization.html", title=f"Optimization {optimization}", report=report,
                            changes=changes)
